@@ -1,0 +1,51 @@
+"""dpcal's accounting library: mechanisms, conversions, calibration and algorithm families (no web imports).
+
+Typical use::
+
+    from accountants import RdpAccountant, GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+    event = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(1.1)), 14062)
+    RdpAccountant().epsilon(event, delta=1e-5).value      # 2.59654…, refined optimal order 8.12
+
+or, for a registered algorithm family, ``accountants.registry.get("dp-sgd")``.
+"""
+
+from .calibration import Calibration, RdpCalibration, calibrate, calibrate_rdp
+from .conversions import DEFAULT_ORDERS, Conversion, delta_from_rdp, epsilon_from_rdp
+from .errors import CalibrationError, DpcalError, FieldIssue, ParameterError, UnsupportedAccountantError
+from .events import (
+    ComposedEvent,
+    DpEvent,
+    GaussianEvent,
+    PoissonSampledEvent,
+    PureDpEvent,
+    SampledWithoutReplacementEvent,
+    SelfComposedEvent,
+    ZCdpEvent,
+)
+from .rdp import RdpAccountant, UnsupportedEventError
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "Calibration",
+    "CalibrationError",
+    "ComposedEvent",
+    "Conversion",
+    "DpEvent",
+    "DpcalError",
+    "FieldIssue",
+    "GaussianEvent",
+    "ParameterError",
+    "PoissonSampledEvent",
+    "PureDpEvent",
+    "RdpAccountant",
+    "RdpCalibration",
+    "SampledWithoutReplacementEvent",
+    "SelfComposedEvent",
+    "UnsupportedAccountantError",
+    "UnsupportedEventError",
+    "ZCdpEvent",
+    "calibrate",
+    "calibrate_rdp",
+    "delta_from_rdp",
+    "epsilon_from_rdp",
+]

@@ -1,0 +1,79 @@
+"""Exceptions raised by the accounting library.
+
+Every error caused by the caller's input is a :class:`ValueError` subclass, so plain
+``except ValueError`` keeps working, and carries structured ``issues`` (field, message,
+allowed range) that the HTTP layer turns into RFC 9457 problem details.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldIssue:
+    """One offending input field: where it is, what is wrong, what is allowed."""
+
+    loc: tuple[str | int, ...]
+    message: str
+    allowed: str | None = None
+    value: object = None
+
+    @property
+    def field(self) -> str:
+        return ".".join(str(part) for part in self.loc)
+
+
+class DpcalError(Exception):
+    """Base class of every error raised by :mod:`accountants`."""
+
+
+class ParameterError(DpcalError, ValueError):
+    """One or more inputs are outside their allowed range.
+
+    The message names each parameter and the rule it breaks, e.g.
+    ``noise_multiplier: must be > 0 and finite (got -1.0)``.
+    """
+
+    def __init__(self, issues: list[FieldIssue] | FieldIssue) -> None:
+        self.issues: tuple[FieldIssue, ...] = (issues,) if isinstance(issues, FieldIssue) else tuple(issues)
+        super().__init__("; ".join(_describe(issue) for issue in self.issues))
+
+    @classmethod
+    def single(cls, field: str, message: str, allowed: str | None = None, value: object = None) -> ParameterError:
+        return cls(FieldIssue(loc=tuple(field.split(".")), message=message, allowed=allowed, value=value))
+
+
+class CalibrationError(DpcalError, ValueError):
+    """The calibration target cannot be met (or is met without any noise)."""
+
+
+class UnsupportedAccountantError(DpcalError, ValueError):
+    """The requested accountant does not apply to this algorithm or configuration."""
+
+    def __init__(self, accountant: str, supported: list[str], reason: str) -> None:
+        self.accountant = accountant
+        self.supported = tuple(supported)
+        self.reason = reason
+        super().__init__(
+            f"accountant {accountant!r} is not available here: {reason}; use one of: {', '.join(supported)}"
+        )
+
+
+class UnknownAlgorithmError(DpcalError, KeyError):
+    """No algorithm family is registered under this id."""
+
+    def __init__(self, algorithm: str, known: list[str]) -> None:
+        self.algorithm = algorithm
+        self.known = tuple(known)
+        super().__init__(f"unknown algorithm {algorithm!r}; registered: {', '.join(known)}")
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the sentence readable
+        return str(self.args[0])
+
+
+def _describe(issue: FieldIssue) -> str:
+    text = f"{issue.field}: {issue.message}"
+    if issue.value is not None:
+        text += f" (got {issue.value!r})"
+    return text

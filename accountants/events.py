@@ -1,0 +1,115 @@
+"""Immutable descriptions of what a private algorithm releases (in the style of dp_accounting's ``DpEvent``).
+
+Events only *describe* mechanisms; accountants (:mod:`accountants.rdp`, :mod:`accountants.tight`) interpret them.
+Unlike dp_accounting, every event validates its fields on construction, so a malformed event cannot exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import validation as check
+
+
+class DpEvent:
+    """Base class of all events."""
+
+
+@dataclass(frozen=True)
+class GaussianEvent(DpEvent):
+    """One Gaussian release; ``noise_multiplier`` z = noise std / L2 sensitivity under the neighbouring relation
+    in force (for a clipped sum: C under add/remove-one, 2C under replace-one)."""
+
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check.positive("noise_multiplier", self.noise_multiplier))
+
+
+@dataclass(frozen=True)
+class PoissonSampledEvent(DpEvent):
+    """Each record is included independently with probability ``sampling_rate``; ``event`` runs on the sample.
+
+    The inner Gaussian's multiplier is relative to the **add/remove-one** sensitivity of the summed contributions
+    (the clip norm C for DP-SGD), whichever neighbouring relation the accountant uses.
+    """
+
+    sampling_rate: float
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sampling_rate", check.probability("sampling_rate", self.sampling_rate))
+        _require_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacementEvent(DpEvent):
+    """A uniformly random subset of exactly ``sample_size`` of ``dataset_size`` records; ``event`` runs on it.
+
+    Accounted under replace-one neighbours only (Wang, Balle & Kasiviswanathan 2019); the inner Gaussian's
+    multiplier is relative to the **replace-one** sensitivity (2C for a clipped sum).
+    """
+
+    dataset_size: int
+    sample_size: int
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        n = check.positive_int("dataset_size", self.dataset_size)
+        m = check.positive_int("sample_size", self.sample_size, maximum=n)
+        object.__setattr__(self, "dataset_size", n)
+        object.__setattr__(self, "sample_size", m)
+        _require_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class SelfComposedEvent(DpEvent):
+    """``event`` run ``count`` times (adaptively)."""
+
+    event: DpEvent
+    count: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "count", check.positive_int("count", self.count))
+        _require_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class ComposedEvent(DpEvent):
+    """Several (possibly different) events run in sequence (heterogeneous composition)."""
+
+    events: tuple[DpEvent, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "events", tuple(self.events))
+        if not self.events:
+            raise check.ParameterError.single("events", "must contain at least one event")
+        for k, e in enumerate(self.events):
+            _require_event(f"events.{k}", e)
+
+
+@dataclass(frozen=True)
+class PureDpEvent(DpEvent):
+    """A mechanism that is ε-DP (pure differential privacy)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check.non_negative("epsilon", self.epsilon))
+
+
+@dataclass(frozen=True)
+class ZCdpEvent(DpEvent):
+    """A mechanism that is (ξ, ρ)-zCDP: RDP ε(α) ≤ ξ + ρα for every α > 1 (Bun & Steinke 2016)."""
+
+    rho: float
+    xi: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check.non_negative("rho", self.rho))
+        object.__setattr__(self, "xi", check.non_negative("xi", self.xi))
+
+
+def _require_event(name: str, value: object) -> None:
+    if not isinstance(value, DpEvent):
+        raise check.ParameterError.single(name, "must be a DpEvent", "a DpEvent instance", type(value).__name__)
