@@ -127,6 +127,7 @@ _LOCATOR_ORDERS = np.array(
 
 
 _WINDOW = 3
+_ENVELOPE_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,11 @@ def calibrate_rdp(
     Same answer as ``calibrate(lambda σ: epsilon_from_rdp(curve_of(σ), δ, orders, refine).value, …)``, computed in
     phases: (1) a sub-grid of 24 orders brackets σ and the optimal order to 1 %; (2) Brent's method on the grid
     orders next to the best grid order at that σ (three either side) gives the grid answer to ``rtol``; (3) with
-    ``refine``, the order is then optimised continuously and σ re-solved for it; (4) the full conversion is computed
-    at the answer and checked: if it exceeds the target or an order outside the window meets the target, the generic
-    path on the full conversion is used instead.
+    ``refine``, envelope steps (σ re-solved for the continuous optimum order), checked against exactly what the
+    conversion computes near that window, with Brent's method on that local computation if they do not settle; (4)
+    the conversion itself is computed at the answer and checked: if it exceeds the target, disagrees with the local
+    computation, or an order outside the window meets the target, the generic path on the full conversion is used
+    instead.
     """
     d = check.delta("delta", delta)
     target = check.positive("target_epsilon", target_epsilon)
@@ -165,15 +168,20 @@ def calibrate_rdp(
     search = np.concatenate((grid, upward_extension(grid))) if refine else grid
     evaluations = 0
 
-    seen: dict[tuple[float, bytes], np.ndarray] = {}
+    memo: dict[tuple[float, bytes], np.ndarray] = {}
 
-    def epsilon_at(noise: float, alphas: np.ndarray) -> np.ndarray:
+    def rdp_at(noise: float, alphas: np.ndarray) -> np.ndarray:
+        """The curve at these orders, computed once per (σ, orders): the final conversion reuses the zooms."""
+        alphas = np.asarray(alphas, dtype=float)
         key = (noise, alphas.tobytes())
-        if key not in seen:
+        if key not in memo:
             nonlocal evaluations
             evaluations += 1
-            seen[key] = epsilon_by_order(alphas, curve_of(noise)(alphas), d)
-        return seen[key]
+            memo[key] = curve_of(noise)(alphas)
+        return memo[key]
+
+    def epsilon_at(noise: float, alphas: np.ndarray) -> np.ndarray:
+        return epsilon_by_order(alphas, rdp_at(noise, alphas), d)
 
     def min_over(alphas: np.ndarray) -> Callable[[float], float]:
         return lambda noise: float(epsilon_at(noise, alphas).min())
@@ -196,45 +204,63 @@ def calibrate_rdp(
     # (2) the grid answer on the window, bracketed around the coarse answer
     fine = calibrate(min_over(window), target, initial=coarse.noise, rtol=rtol, initial_step=1.02, parameter=parameter)
     noise = fine.noise
-    best_order = float(window[int(np.argmin(epsilon_at(noise, window)))])
 
-    # (3) continuous order: α* = argmin_α ε_α(σ), then σ = root of ε_{α*}(σ) = target. One step of this envelope
-    # iteration suffices: an error in α* moves σ only to second order.
-    hint: list[float] = []
-    if refine:
-        position = int(np.searchsorted(search, best_order))
+    # (3) with refinement, what the conversion computes near the window: the window's grid values and the continuous
+    # minimum between the search-grid neighbours of the best of them
+    def local(s: float) -> tuple[float, float]:
+        values = epsilon_at(s, window)
+        best = int(np.argmin(values))
+        position = int(np.searchsorted(search, window[best]))
         lo = float(search[position - 1]) if position > 0 else MIN_CONVERSION_ORDER * (1 + 1e-9)
-        hi = float(search[position + 1]) if position + 1 < search.size else best_order
-        _, alpha = refine_order(lambda a: epsilon_at(noise, a), lo, hi)
-        # a relative margin of 1e-10 keeps the reported ε ≤ target under any re-evaluation
-        candidate = calibrate(
-            min_over(np.array([alpha])),
-            target * (1 - 1e-10),
-            initial=noise,
-            rtol=rtol * 1e-2,
-            initial_step=1.001,
-            parameter=parameter,
-        )
-        if candidate.noise < noise:
-            noise, hint = candidate.noise, [alpha]
+        hi = float(search[position + 1]) if position + 1 < search.size else float(window[best])
+        value, order = float(values[best]), float(window[best])
+        if refine and hi > lo and value > 0.0:
+            continuous, alpha = refine_order(lambda a: epsilon_at(s, a), lo, hi)
+            if continuous < value:
+                value, order = continuous, alpha
+        return value, order
 
-    # (4) verify with the full conversion: ε ≤ target at σ, and no grid order outside the window meets the target at
-    # σ (ε_α decreases in σ, so none meets it below σ either; inside the window phase (2) established that)
-    conversion = epsilon_from_rdp(curve_of(noise), d, grid, refine, hint_orders=hint, zoom=not hint)
-    evaluations += 1
+    if refine:
+        # envelope steps: σ for the continuous optimum α* at the current σ, until at that σ the local minimum no
+        # longer beats the target (α* settled). If it does not settle (the optimum follows a kink of ε(α), e.g. the
+        # blow-up of a subsampled Gaussian's moments), Brent's method on the local minimum itself.
+        value, alpha = local(noise)
+        for _ in range(_ENVELOPE_STEPS):
+            step = calibrate(
+                min_over(np.array([alpha])),
+                target,
+                initial=noise,
+                rtol=rtol * 1e-2,
+                initial_step=1.001,
+                parameter=parameter,
+            )
+            noise = min(noise, step.noise)
+            value, alpha = local(noise)
+            if value >= target * (1 - 1e-9):
+                break
+        else:
+            noise = calibrate(
+                lambda s: local(s)[0], target, initial=noise, rtol=rtol, initial_step=1.0005, parameter=parameter
+            ).noise
+
+    # (4) the conversion itself at σ (its zooms come from the memo when they match the local ones): it must meet
+    # the target, agree with the local computation (else its optimum lies outside the window), and no grid order
+    # outside the window may meet the target at σ (ε_α decreases in σ, so none meets it below σ; inside the window
+    # phases (2)-(3) established that)
+    def memo_curve(s: float) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda a: rdp_at(s, a)
+
+    conversion = epsilon_from_rdp(memo_curve(noise), d, grid, refine)
     outside = (grid < window[0]) | (grid > window[-1])
-    missed = (epsilon_by_order(grid, conversion.rdp, d)[outside] <= target).any() or (
-        conversion.optimal_order > grid[-1] and window[-1] <= grid[-1]  # the optimum moved above the grid
-    )
-    if conversion.value > target or missed:
+    missed = (epsilon_by_order(grid, conversion.rdp, d)[outside] <= target).any()
+    if conversion.value > target or missed or conversion.value < local(noise)[0] * (1 - 1e-9):
         generic = calibrate(
-            lambda s: epsilon_from_rdp(curve_of(s), d, grid, refine).value,
+            lambda s: epsilon_from_rdp(memo_curve(s), d, grid, refine).value,
             target,
             initial=noise,
             rtol=rtol,
             parameter=parameter,
         )
         noise = generic.noise
-        conversion = epsilon_from_rdp(curve_of(noise), d, grid, refine)
-        evaluations += generic.evaluations + 1
+        conversion = epsilon_from_rdp(memo_curve(noise), d, grid, refine)
     return RdpCalibration(noise=noise, conversion=conversion, evaluations=evaluations)

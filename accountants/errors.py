@@ -74,6 +74,8 @@ class UnknownAlgorithmError(DpcalError, KeyError):
 
 def _describe(issue: FieldIssue) -> str:
     text = f"{issue.field}: {issue.message}"
+    if issue.allowed and issue.allowed not in issue.message:
+        text += f"; allowed: {issue.allowed}"
     if issue.value is not None:
         text += f" (got {issue.value!r})"
     return text

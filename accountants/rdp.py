@@ -157,9 +157,12 @@ def _replace_one_by_triangle(q: float, z: float, orders: np.ndarray) -> np.ndarr
     """Replace-one RDP of the Poisson-subsampled Gaussian from the add/remove curve (Mironov 2017, Prop. 11, p = 2).
 
     D_α(P‖R) ≤ ((α − ½)/(α − 1))·D_{2α}(P‖Q) + D_{2α−1}(Q‖R), with Q the output on the dataset without the
-    replaced record; both legs are add/remove pairs, bounded in either direction by the MTZ19 curve. Conservative.
+    replaced record; both legs are add/remove pairs, bounded in either direction by the MTZ19 curve. Conservative;
+    capped by the unsampled Gaussian with sensitivity 2C (coupling by index, joint quasi-convexity of D_α).
     """
     alphas = np.asarray(orders, dtype=float)
     legs = poisson_gaussian.rdp_kernel(q, z, np.concatenate((2.0 * alphas, 2.0 * alphas - 1.0)))
     first, second = legs[: alphas.size], legs[alphas.size :]
-    return (alphas - 0.5) / (alphas - 1.0) * first + second
+    triangle = (alphas - 0.5) / (alphas - 1.0) * first + second
+    # nor worse than the Gaussian itself with the replace-one sensitivity 2C (std z·C): α·(2C)²/(2(zC)²) = 2α/z²
+    return np.minimum(triangle, 2.0 * alphas / (z * z))

@@ -62,13 +62,11 @@ def delta(name: str, value: object) -> float:
 
 def positive_int(name: str, value: object, maximum: int | None = None) -> int:
     """A positive integer (an integral float such as ``3.0`` is accepted; ``10.5`` is not)."""
-    allowed = ">= 1, an integer" + (f" <= {maximum}" if maximum is not None else "")
+    allowed = "an integer >= 1" + (f" and <= {maximum}" if maximum is not None else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError.single(name, f"must be an integer {allowed}", allowed, value)
+        raise ParameterError.single(name, f"must be {allowed}", allowed, value)
     x = float(value)
-    if not math.isfinite(x) or x != math.floor(x):
-        raise ParameterError.single(name, f"must be an integer {allowed}", allowed, value)
-    if x < 1 or (maximum is not None and x > maximum):
+    if not math.isfinite(x) or x != math.floor(x) or x < 1 or (maximum is not None and x > maximum):
         raise ParameterError.single(name, f"must be {allowed}", allowed, value)
     return int(x)
 

@@ -109,4 +109,8 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
 def gaussian_noise_multiplier(epsilon: float, delta: float, count: int = 1) -> float:
     """Smallest multiplier z such that ``count`` Gaussian releases are (ε, δ)-DP (Balle & Wang 2018)."""
     k = check.positive_int("count", count)
-    return math.sqrt(k) / gdp_mu_for(epsilon, delta)
+    z = math.sqrt(k) / gdp_mu_for(epsilon, delta)
+    # μ = √k/z is recomputed by every consumer: make the rounded z itself meet the target
+    while gaussian_epsilon(z, delta, k) > epsilon:
+        z = math.nextafter(z, math.inf)
+    return z

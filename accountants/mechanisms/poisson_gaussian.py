@@ -14,8 +14,9 @@ the RDP at order α is (Mironov, Talwar & Zhang 2019, "Rényi DP of the Sampled 
   dp_accounting 0.6.0 sums |terms| instead, which overstates fractional orders (accounting-anchors §1.1).
   Past i > α the series alternates and decays only polynomially; its tail is bracketed rigorously by an Euler
   transform (see :func:`_log_a_fractional`), which converges geometrically. We stop when the bracket is below
-  1e-10·(A_α − 1) (or at rounding level) and return its *upper* end, so the value is never below the exact one by
-  more than floating-point rounding.
+  1e-10·(A_α − 1) (or at rounding level) and return its *upper* end plus a rounding margin of 2e-15·(1 + log A_α)
+  on log A_α, so the value is an upper bound: within 1e-9 relative of the exact value, or within 5e-15/(α − 1)
+  absolute where ε(α) is tiny (A_α − 1 is then below what a sum of terms of size 1 resolves).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _euler_weights(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return weights, signed[m], binom[m]
 
 
-_EULER_WEIGHTS, _LAST_DIFFERENCE, _LAST_DIFFERENCE_ABS = _euler_weights(_EULER_DIFFERENCES)
+_EULER_MATRIX = np.column_stack(_euler_weights(_EULER_DIFFERENCES))
 _FRACTIONAL_MAX_TERMS = 1 << 16
 _FRACTIONAL_RTOL = 1e-10
 
@@ -117,30 +118,26 @@ def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: in
     [E_m, E_m + c_m / 2^m] with E_m = Σ_{j<m} c_j / 2^{j+1}; rounding in the differences is added to the width.
     """
     i, i_pairs, log_binom, sign, j, j_pairs, j_index, alphas = _fractional_layout(orders, n_terms)
-    two_var = 2.0 * z * z
+    inverse_two_var = 0.5 / (z * z)
     z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
-    log_q, log_1mq = math.log(q), math.log1p(-q)
-    # side x < z0: C(α,i) q^i (1−q)^{α−i} e^{(i²−i)/(2z²)} Φ((z0 − i)/z); side x > z0: the same with i ↔ j = α − i
-    near = i * (log_q - log_1mq) + i_pairs / two_var + special.log_ndtr((z0 - i) / z)
-    far = j * (log_q - log_1mq) + j_pairs / two_var + special.log_ndtr((j - z0) / z)
-    base = log_binom + (alphas * log_1mq)[:, None]
-    log_s0 = base + near
-    log_s1 = base + far[j_index]
-    log_term = np.logaddexp(log_s0, log_s1)
-    peak = log_term.max(axis=1, keepdims=True)
-    magnitude = np.exp(log_term - peak)
+    log_odds = math.log(q) - math.log1p(-q)
+    # terms / (1−q)^α: side x < z0, C(α,i) (q/(1−q))^i e^{(i²−i)/(2z²)} Φ((z0 − i)/z); side x > z0, i ↔ j = α − i
+    near = i * log_odds + i_pairs * inverse_two_var + special.log_ndtr((z0 - i) / z)
+    far = j * log_odds + j_pairs * inverse_two_var + special.log_ndtr((j - z0) / z)
+    log_term = log_binom + np.logaddexp(near, far[j_index])
+    peak = log_term.max(axis=1)
+    magnitude = np.exp(log_term - peak[:, None])
     start = n_terms - _EULER_DIFFERENCES - 1
-    head = (sign[:, :start] * magnitude[:, :start]).sum(axis=1)
-    tail = magnitude[:, start:]
-    euler = tail @ _EULER_WEIGHTS
-    last_difference = tail @ _LAST_DIFFERENCE
-    width = np.abs(last_difference) / 2.0**_EULER_DIFFERENCES + 4e-16 * (tail @ _LAST_DIFFERENCE_ABS)
+    head = np.einsum("ij,ij->i", sign[:, :start], magnitude[:, :start])
+    euler, last_difference, rounding = (magnitude[:, start:] @ _EULER_MATRIX).T
+    width = np.abs(last_difference) * 0.5**_EULER_DIFFERENCES + 4e-16 * rounding
     tail_sign = sign[:, start]
-    upper = head + tail_sign * euler + np.where(tail_sign > 0, width, 0.0)
+    upper = head + tail_sign * euler + (tail_sign > 0) * width
     positive = upper > 0.0  # a non-positive sum can only be rounding in an unconverged block
-    log_a = peak[:, 0] + np.log(np.where(positive, upper, 1.0))
+    log_a = alphas * math.log1p(-q) + peak + np.log(np.where(positive, upper, 1.0))
     log_a += _ROUNDING * (1.0 + np.abs(log_a))  # rounding in the sum: keep the value an upper bound
-    # RDP is log A/(α − 1) ≈ (A − 1)/(α − 1): the bracket must be small against A − 1, or at rounding level
-    tolerance = np.maximum(_FRACTIONAL_RTOL * np.abs(np.expm1(log_a)) * np.exp(-peak[:, 0]), 4e-16 * upper)
-    converged = (start > alphas) & (width <= tolerance) & positive & np.isfinite(log_a)
+    # RDP is log A/(α − 1) ≈ (A − 1)/(α − 1): the bracket (on the scale of `upper`) must be small against A − 1,
+    # which on that scale is upper·(1 − 1/A), or be at rounding level
+    relative_excess = np.abs(np.expm1(-log_a))
+    converged = positive & (start > alphas) & (width <= upper * np.maximum(_FRACTIONAL_RTOL * relative_excess, 4e-16))
     return np.where(positive, log_a, np.inf), converged

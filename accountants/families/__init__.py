@@ -1,0 +1,1 @@
+"""Algorithm families: one module per algorithm, each registering itself with :mod:`accountants.registry`."""

@@ -1,0 +1,538 @@
+"""``dp-sgd``: Poisson-subsampled DP-SGD (Abadi et al. 2016), every iterate released.
+
+Each step clips per-example gradients to L2 norm C, sums a random batch and adds N(0, (z·Δ)² I), where Δ is the
+sensitivity of the clipped sum under the neighbouring relation: Δ = C (add/remove-one), Δ = 2C (replace-one).
+``noise_multiplier`` z is therefore noise std / Δ, and ``noise_std`` = z·Δ. (opacus and TF-Privacy define the
+multiplier as std/C; under replace-one their multiplier is 2z.)
+
+Batches, and the accountant for each:
+
+* ``sampling="poisson"``, add/remove-one: each record joins each batch independently with q = b/n.
+  RDP: Mironov, Talwar & Zhang 2019 (exact, integer and fractional orders). Tight: for q = 1 (full batch) the
+  composition of T Gaussians is one Gaussian with μ = √T/z, exact by the analytic Gaussian (Balle & Wang 2018).
+* ``sampling="poisson"``, replace-one: RDP through the dataset without the record (Mironov 2017, Prop. 11, p = 2),
+  conservative.
+* ``sampling="fixed-size"`` (uniformly random batches of exactly b), replace-one only: RDP by Wang, Balle &
+  Kasiviswanathan 2019, Thm. 27. Shuffled or cyclic passes are *not* this: see ``dp-sgd-last-iterate``.
+
+Steps: ``steps`` as given, or from ``epochs`` as ceil(E·n/b) (TF-Privacy's rule, the conservative one; opacus uses
+floor: set ``epoch_rounding="floor"``), computed in exact decimal arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+
+from .. import validation as check
+from ..calibration import calibrate_rdp
+from ..conversions import DEFAULT_ORDERS, Conversion
+from ..errors import FieldIssue, ParameterError, UnsupportedAccountantError
+from ..events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
+from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
+from ..params import Count, ParamsModel, bounded_count, param
+from ..rdp import RdpAccountant
+from ..registry import AlgorithmFamily, BoundInfo, register
+from ..reports import (
+    AccountantResult,
+    CalibrationReport,
+    Conventions,
+    Noise,
+    PrivacyReport,
+    RdpCurve,
+    UtilityReport,
+)
+
+MAX_COUNT = 10**12
+
+
+class DpSgdParams(ParamsModel):
+    """Hyperparameters of Poisson-subsampled (or fixed-size-batch) DP-SGD."""
+
+    dataset_size: Count = param(
+        "Number of records in the training set.", symbol="n", unit="records", example=60000, ge=1, le=MAX_COUNT
+    )
+    batch_size: Count = param(
+        "Batch size: the expected batch size under Poisson sampling (sampling rate q = batch_size/dataset_size), "
+        "the exact batch size under fixed-size sampling. At most dataset_size.",
+        symbol="b (q = b/n)",
+        unit="records",
+        example=256,
+        ge=1,
+        le=MAX_COUNT,
+    )
+    steps: bounded_count(1, MAX_COUNT) | None = param(
+        "Number of noisy gradient steps (compositions). Give steps or epochs, not both.",
+        symbol="T",
+        unit="steps",
+        example=14063,
+        default=None,
+    )
+    epochs: float | None = param(
+        "Passes over the data, converted to steps = epoch_rounding(epochs·dataset_size/batch_size). "
+        "Give steps or epochs, not both.",
+        symbol="E",
+        unit="epochs",
+        example=60,
+        gt=0,
+        le=1e6,
+        default=None,
+    )
+    epoch_rounding: Literal["ceil", "floor"] = param(
+        "How epochs become steps: ceil (TF-Privacy; counts a final partial epoch) or floor (opacus).",
+        example="ceil",
+        default="ceil",
+    )
+    noise_multiplier: float | None = param(
+        "Noise std divided by the L2 sensitivity of the clipped sum (clip_norm under add-remove, 2·clip_norm under "
+        "replace-one). Required for privacy accounting (or give noise_std); computed by calibration.",
+        symbol="z (σ in Abadi et al.)",
+        unit="multiples of the sensitivity",
+        example=1.1,
+        gt=0,
+        le=1e6,
+        default=None,
+    )
+    noise_std: float | None = param(
+        "Absolute std of the Gaussian noise added to the summed clipped gradients; an alternative to "
+        "noise_multiplier (noise_multiplier = noise_std / sensitivity).",
+        symbol="zΔ",
+        unit="gradient L2-norm units",
+        example=1.1,
+        gt=0,
+        le=1e18,
+        default=None,
+    )
+    clip_norm: float = param(
+        "Per-example L2 clipping norm; only converts between noise_multiplier and noise_std.",
+        symbol="C",
+        unit="gradient L2-norm units",
+        example=1.0,
+        gt=0,
+        le=1e12,
+        default=1.0,
+    )
+    sampling: Literal["poisson", "fixed-size"] = param(
+        "How batches are drawn: poisson (each record independently with q = b/n) or fixed-size (uniformly random "
+        "subsets of exactly b records, accounted under replace-one only).",
+        example="poisson",
+        default="poisson",
+    )
+    neighbouring: Literal["add-remove", "replace-one"] = param(
+        "Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the "
+        "sensitivity of the clipped sum is then 2·clip_norm).",
+        example="add-remove",
+        default="add-remove",
+    )
+
+    def check(self) -> list[FieldIssue]:
+        issues = []
+        if (self.steps is None) == (self.epochs is None):
+            issues.append(
+                FieldIssue(("steps",), "give exactly one of steps and epochs", "exactly one of steps, epochs")
+            )
+        if self.batch_size > self.dataset_size:
+            issues.append(
+                FieldIssue(
+                    ("batch_size",),
+                    "must not exceed dataset_size",
+                    f"an integer in [1, {self.dataset_size}]",
+                    self.batch_size,
+                )
+            )
+        if self.noise_multiplier is not None and self.noise_std is not None:
+            issues.append(
+                FieldIssue(
+                    ("noise_std",),
+                    "give noise_multiplier or noise_std, not both",
+                    "at most one of noise_multiplier, noise_std",
+                )
+            )
+        if self.sampling == "fixed-size" and self.neighbouring != "replace-one":
+            issues.append(
+                FieldIssue(
+                    ("neighbouring",),
+                    "fixed-size batches are accounted under replace-one neighbours only (the dataset size must be "
+                    "public; Wang, Balle & Kasiviswanathan 2019)",
+                    "replace-one (with sampling='fixed-size')",
+                    self.neighbouring,
+                )
+            )
+        if self.epochs is not None and self.steps is None and _steps_from_epochs(self)[0] < 1:
+            issues.append(
+                FieldIssue(
+                    ("epochs",),
+                    "gives zero steps with floor rounding",
+                    "epochs >= batch_size/dataset_size",
+                    self.epochs,
+                )
+            )
+        return issues
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    @property
+    def sensitivity(self) -> float:
+        return self.clip_norm * (2.0 if self.neighbouring == "replace-one" else 1.0)
+
+
+def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
+    exact = Fraction(repr(p.epochs)) * p.dataset_size / p.batch_size
+    steps = math.ceil(exact) if p.epoch_rounding == "ceil" else math.floor(exact)
+    return steps, (
+        f"steps = {p.epoch_rounding}(epochs·dataset_size/batch_size) = {p.epoch_rounding}({p.epochs:g}·"
+        f"{p.dataset_size}/{p.batch_size}) = {steps}"
+    )
+
+
+def steps_and_rule(p: DpSgdParams) -> tuple[int, str]:
+    if p.steps is not None:
+        return p.steps, f"steps as given: {p.steps}"
+    return _steps_from_epochs(p)
+
+
+_SAMPLING_TEXT = {
+    "poisson": "Poisson: each record joins each batch independently with probability q = batch_size/dataset_size",
+    "fixed-size": "fixed-size: each batch is a uniformly random subset of exactly batch_size records",
+}
+_SENSITIVITY_RULE = {
+    "add-remove": "sensitivity = clip_norm (one clipped gradient added or removed)",
+    "replace-one": "sensitivity = 2·clip_norm (one clipped gradient replaced by another)",
+}
+
+
+@register
+class DpSgd(AlgorithmFamily):
+    id = "dp-sgd"
+    title = "Poisson-subsampled DP-SGD"
+    summary = (
+        "Noisy clipped SGD on random batches (Abadi et al. 2016) with every iterate released: the baseline that "
+        "dp_accounting and opacus account for, with Poisson or fixed-size batches and either neighbouring relation."
+    )
+    source = (
+        "Abadi et al. 2016 (DP-SGD); Mironov, Talwar & Zhang 2019 (RDP of the sampled Gaussian); Wang, Balle & "
+        "Kasiviswanathan 2019, Thm. 27 (fixed-size batches); Balle & Wang 2018, Thm. 8 (analytic Gaussian)"
+    )
+    params_model = DpSgdParams
+    accountants = ("rdp", "tight")
+    noise_fields = ("noise_multiplier", "noise_std")
+    assumptions = (
+        "Per-example gradients are clipped to L2 norm clip_norm before summation.",
+        "Batches are drawn as declared in `sampling` (Poisson or uniformly random fixed-size); shuffled or cyclic "
+        "passes are not covered by this accounting.",
+        "Every iterate may be released (no hidden-state amplification is assumed).",
+    )
+    bounds = (
+        BoundInfo(
+            "RDP of the Poisson-subsampled Gaussian",
+            "privacy",
+            "Mironov, Talwar & Zhang 2019, §3.3",
+            ("sampling = poisson", "neighbouring = add-remove"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Weak triangle inequality through the dataset without the record",
+            "privacy",
+            "Mironov 2017, Prop. 11 (p = 2)",
+            ("sampling = poisson", "neighbouring = replace-one"),
+            "rdp",
+        ),
+        BoundInfo(
+            "RDP of the Gaussian on a batch sampled without replacement",
+            "privacy",
+            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
+            ("sampling = fixed-size", "neighbouring = replace-one"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Analytic Gaussian (exact) for full-batch training",
+            "privacy",
+            "Balle & Wang 2018, Thm. 8",
+            ("batch_size = dataset_size",),
+            "tight",
+        ),
+    )
+
+    # -- privacy ---------------------------------------------------------------------------------------------------
+
+    def privacy(
+        self,
+        params: Mapping[str, Any] | DpSgdParams,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
+    ) -> PrivacyReport:
+        p: DpSgdParams = self.parse(params)
+        self.check_accountant(accountant)
+        d = check.delta("delta", delta)
+        grid = _orders(orders)
+        z = _noise_multiplier(p)
+        steps, rule = steps_and_rule(p)
+        warnings: list[str] = []
+
+        conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, grid, refine)
+        _require_finite(conversion.value, "noise_multiplier")
+        warnings += conversion.warnings
+        results = [_rdp_result(p, conversion)]
+        tight_reason = _tight_not_applicable(p)
+        if tight_reason is None:
+            results.append(AccountantResult("tight", True, gaussian_epsilon(z, d, steps), "exact", _TIGHT_METHOD))
+        else:
+            results.append(AccountantResult("tight", False, reason=tight_reason))
+        results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+
+        chosen = _choose(results, accountant, self.supported_accountants())
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=chosen.epsilon,
+            delta=d,
+            accountant=chosen.name,
+            optimal_order=conversion.optimal_order,
+            rdp=_curve(conversion),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            warnings=tuple(warnings + _notes(p)),
+        )
+
+    # -- calibration -----------------------------------------------------------------------------------------------
+
+    def calibrate(
+        self,
+        params: Mapping[str, Any] | DpSgdParams,
+        target_epsilon: float,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+    ) -> CalibrationReport:
+        p: DpSgdParams = self.parse(params)
+        self.check_accountant(accountant)
+        target = check.positive("target_epsilon", target_epsilon)
+        d = check.delta("delta", delta)
+        grid = _orders(orders)
+        warnings = []
+        if p.noise_multiplier is not None or p.noise_std is not None:
+            warnings.append("the noise given in params was ignored: calibration computes it")
+            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
+        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid), tuple(warnings))
+
+    def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
+        self.parse(params)
+        return UtilityReport(self.id, (), _UTILITY_REASON)
+
+
+@lru_cache(maxsize=512)
+def _calibrate_cached(
+    family: DpSgd,
+    p: DpSgdParams,
+    target: float,
+    d: float,
+    accountant: str,
+    grid: tuple[float, ...] | None,
+    warnings: tuple[str, ...],
+) -> CalibrationReport:
+    steps, rule = steps_and_rule(p)
+    orders = None if grid is None else np.array(grid)
+    rdp = _rdp_accountant(p)
+    results: list[AccountantResult] = []
+
+    tight_reason = _tight_not_applicable(p)
+    z_tight = gaussian_noise_multiplier(target, d, steps) if tight_reason is None else None
+
+    def curve_of(z: float):
+        return rdp.curve(_event(p, z, steps))
+
+    calibration = calibrate_rdp(curve_of, d, target, orders=orders, initial=z_tight or 1.0)
+    results.append(_rdp_result(p, calibration.conversion, calibration.noise))
+    if z_tight is not None:
+        results.append(
+            AccountantResult(
+                "tight", True, gaussian_epsilon(z_tight, d, steps), "exact", _TIGHT_METHOD, noise_multiplier=z_tight
+            )
+        )
+    else:
+        results.append(AccountantResult("tight", False, reason=tight_reason))
+    results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+
+    chosen = _choose(results, accountant, family.supported_accountants(), key="noise_multiplier")
+    z = chosen.noise_multiplier
+    conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
+    return CalibrationReport(
+        algorithm=family.id,
+        target_epsilon=target,
+        delta=d,
+        noise_multiplier=z,
+        noise_std=z * p.sensitivity,
+        epsilon=chosen.epsilon,
+        accountant=chosen.name,
+        optimal_order=conversion.optimal_order,
+        rdp=_curve(conversion),
+        accountants=tuple(results),
+        noise=_noise(p, z),
+        conventions=_conventions(p, steps, rule),
+        utility=None,
+        utility_reason=_UTILITY_REASON,
+        paper=None,
+        paper_reason=_PAPER_REASON,
+        calibrated_parameter="noise_multiplier",
+        calibrated_value=z,
+        warnings=warnings + conversion.warnings + tuple(_notes(p)),
+    )
+
+
+# -- the mechanism ---------------------------------------------------------------------------------------------------
+
+
+def _event(p: DpSgdParams, z: float, steps: int) -> DpEvent:
+    if p.sampling == "fixed-size":
+        return SelfComposedEvent(SampledWithoutReplacementEvent(p.dataset_size, p.batch_size, GaussianEvent(z)), steps)
+    # the Poisson event's multiplier is relative to the add/remove sensitivity C; under replace-one z is std/(2C)
+    z_add_remove = 2.0 * z if p.neighbouring == "replace-one" else z
+    return SelfComposedEvent(PoissonSampledEvent(p.sampling_rate, GaussianEvent(z_add_remove)), steps)
+
+
+def _rdp_accountant(p: DpSgdParams) -> RdpAccountant:
+    return RdpAccountant(p.neighbouring)
+
+
+def _rdp_method(p: DpSgdParams) -> str:
+    if p.batch_size == p.dataset_size:
+        mechanism = "Gaussian mechanism, α/(2z²) per step"
+    elif p.sampling == "fixed-size":
+        mechanism = "sampling without replacement, Wang–Balle–Kasiviswanathan 2019 Thm. 27"
+    elif p.neighbouring == "replace-one":
+        mechanism = "Poisson-subsampled Gaussian via the weak triangle inequality (Mironov 2017, Prop. 11)"
+    else:
+        mechanism = "Poisson-subsampled Gaussian, Mironov–Talwar–Zhang 2019 (exact, signed fractional series)"
+    return f"RDP of the {mechanism}, composed over the steps; improved conversion (Balle et al. 2020, Thm. 21)"
+
+
+def _rdp_result(p: DpSgdParams, conversion: Conversion, z: float | None = None) -> AccountantResult:
+    return AccountantResult(
+        "rdp",
+        True,
+        conversion.value,
+        "certified upper bound",
+        _rdp_method(p),
+        optimal_order=conversion.optimal_order,
+        noise_multiplier=z,
+    )
+
+
+_TIGHT_METHOD = "analytic Gaussian (Balle & Wang 2018, Thm. 8): T full-batch steps = one Gaussian with μ = √T/z"
+_PAPER_REASON = (
+    "dp-sgd has no paper calibration of its own: Abadi et al.'s moments accountant is the rdp accountant here"
+)
+_UTILITY_REASON = (
+    "DP-SGD has no utility guarantee without assumptions on the loss (convexity, Lipschitz constant, domain); "
+    "verification jobs measure utility on synthetic problems"
+)
+
+
+def _tight_not_applicable(p: DpSgdParams) -> str | None:
+    if p.batch_size == p.dataset_size:
+        return None
+    if p.sampling == "fixed-size":
+        return (
+            "no numerically tight accountant is known for sampling without replacement; the WBK19 RDP bound is "
+            "the rigorous one"
+        )
+    return (
+        "tight accounting of the subsampled Gaussian (privacy-loss distributions) is implemented only for "
+        "full-batch training so far; the rdp bound is certified"
+    )
+
+
+def _choose(
+    results: list[AccountantResult], accountant: str, supported: tuple[str, ...], key: str = "epsilon"
+) -> AccountantResult:
+    applicable = [r for r in results if r.applicable]
+    if accountant == "best":
+        return min(applicable, key=lambda r: getattr(r, key))
+    for r in results:
+        if r.name == accountant:
+            if not r.applicable:
+                usable = ["best"] + [x.name for x in applicable]
+                raise UnsupportedAccountantError(accountant, usable, r.reason or "not applicable")
+            return r
+    raise UnsupportedAccountantError(accountant, list(supported), "unknown for this algorithm")
+
+
+# -- presentation ----------------------------------------------------------------------------------------------------
+
+
+def _orders(orders: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
+    return None if orders is None else np.unique(check.orders("orders", orders))
+
+
+def _noise_multiplier(p: DpSgdParams) -> float:
+    if p.noise_multiplier is not None:
+        return p.noise_multiplier
+    if p.noise_std is not None:
+        z = p.noise_std / p.sensitivity
+        if not z > 0 or not math.isfinite(z):
+            raise ParameterError.single("noise_std", "gives a noise multiplier outside (0, ∞)", "> 0", p.noise_std)
+        return z
+    raise ParameterError.single(
+        "noise_multiplier", "is required for privacy accounting (or give noise_std)", "> 0 and <= 1e6"
+    )
+
+
+def _require_finite(value: float, field: str) -> None:
+    if not math.isfinite(value):
+        raise ParameterError.single(field, "is too small for a finite ε bound at this δ", "a larger value")
+
+
+def _curve(conversion: Conversion) -> RdpCurve:
+    eps = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
+    return RdpCurve(tuple(float(a) for a in conversion.orders), tuple(eps))  # type: ignore[arg-type]
+
+
+def _noise(p: DpSgdParams, z: float) -> Noise:
+    return Noise(
+        noise_multiplier=z,
+        noise_std=z * p.sensitivity,
+        sensitivity=p.sensitivity,
+        sensitivity_rule=_SENSITIVITY_RULE[p.neighbouring],
+        units="noise_std is in the units of the summed clipped gradients (the same units as clip_norm)",
+    )
+
+
+def _conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
+    return Conventions(
+        neighbouring=p.neighbouring,
+        steps=steps,
+        step_rule=rule,
+        sampling=_SAMPLING_TEXT[p.sampling],
+        noise_multiplier_definition=(
+            "noise_multiplier = noise std / sensitivity; "
+            + _SENSITIVITY_RULE[p.neighbouring]
+            + (
+                "; opacus/TF-Privacy's noise_multiplier (std/clip_norm) is twice this value"
+                if p.neighbouring == "replace-one"
+                else ""
+            )
+        ),
+        released="every iterate",
+    )
+
+
+def _notes(p: DpSgdParams) -> list[str]:
+    notes = []
+    if p.sampling == "poisson" and p.neighbouring == "replace-one" and p.batch_size < p.dataset_size:
+        notes.append(
+            "replace-one under Poisson sampling is accounted through the dataset without the record (weak triangle "
+            "inequality), which is conservative; add-remove accounting is tighter where it applies"
+        )
+    return notes
+
+
+__all__ = ["DEFAULT_ORDERS", "DpSgd", "DpSgdParams", "steps_and_rule"]

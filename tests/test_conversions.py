@@ -1,0 +1,108 @@
+"""RDP → (ε, δ): the improved conversion, its α > 1.01 guard, the TV bound, refinement and grid-edge warnings."""
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from accountants.conversions import (
+    DEFAULT_ORDERS,
+    delta_from_rdp,
+    epsilon_by_order,
+    epsilon_from_rdp,
+    log_delta_by_order,
+)
+
+from .oracles import DPA_ORDERS
+
+
+def gaussian_curve(rho):
+    return lambda a: rho * np.asarray(a, dtype=float)
+
+
+def test_default_grid_is_a_superset_of_dp_accountings():
+    assert set(DPA_ORDERS.tolist()) <= set(DEFAULT_ORDERS.tolist())
+
+
+def test_improved_conversion_formula():
+    a, r, d = 5.0, 0.7, 1e-5
+    expected = r + math.log((a - 1) / a) - (math.log(d) + math.log(a)) / (a - 1)
+    assert epsilon_by_order(np.array([a]), np.array([r]), d)[0] == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("rho", "grid_eps", "grid_order", "real_eps", "real_order"),
+    [
+        (0.5, 4.728507067, 5.4, 4.728386985, 5.431849667),  # b1: Gaussian z = 1
+        (5.0, 19.053597530, 2.5, 19.047259552, 2.456982602),  # b2: z = 1, T = 10
+        (2.0, 10.725509700, 3.3, 10.724824113, 3.272378531),  # b3: z = 5, T = 100
+    ],
+)
+def test_gaussian_anchors_grid_and_continuous(rho, grid_eps, grid_order, real_eps, real_order):
+    on_grid = epsilon_from_rdp(gaussian_curve(rho), 1e-5, DPA_ORDERS, refine=False)
+    assert on_grid.value == pytest.approx(grid_eps, rel=1e-9)
+    assert on_grid.optimal_order == pytest.approx(grid_order)
+    refined = epsilon_from_rdp(gaussian_curve(rho), 1e-5)
+    assert refined.value == pytest.approx(real_eps, rel=1e-9)
+    assert refined.optimal_order == pytest.approx(real_order, rel=1e-5)
+    # same as dp_accounting's conversion on the same grid
+    theirs, _ = rdp_privacy_accountant.compute_epsilon(DPA_ORDERS, rho * DPA_ORDERS, 1e-5)
+    assert on_grid.value == pytest.approx(theirs, rel=1e-12)
+
+
+def test_orders_at_or_below_guard_are_never_used():
+    # tensorflow/privacy #166: an order 1 + 1e-8 would give ε ≈ 0
+    eps = epsilon_by_order(np.array([1.00000001, 1.01]), np.array([1e-9, 1e-9]), 1e-5)
+    assert np.all(np.isinf(eps))
+
+
+def test_tv_bound_gives_zero_when_delta_is_large():
+    # δ² > 1 − e^{−r}: ε = 0 is certified by Bretagnolle–Huber
+    result = epsilon_from_rdp(gaussian_curve(1e-8), 0.5)
+    assert result.value == 0.0
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.5, 3.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-2])
+def test_delta_and_epsilon_are_inverse(rho, delta):
+    eps = epsilon_from_rdp(gaussian_curve(rho), delta).value
+    back = delta_from_rdp(gaussian_curve(rho), eps).value
+    assert back <= delta * (1 + 1e-9)
+    assert back == pytest.approx(delta, rel=1e-3)
+
+
+def test_delta_matches_dp_accounting_on_same_grid():
+    rdp = 0.3 * DPA_ORDERS
+    ours = delta_from_rdp(lambda a: 0.3 * a, 2.0, DPA_ORDERS, refine=False).value
+    theirs, _ = rdp_privacy_accountant.compute_delta(DPA_ORDERS, rdp, 2.0)
+    assert ours == pytest.approx(theirs, rel=1e-12)
+    assert np.all(log_delta_by_order(DPA_ORDERS, rdp, 2.0) <= 0)
+
+
+def test_refinement_never_increases_epsilon():
+    curve = gaussian_curve(0.37)
+    assert epsilon_from_rdp(curve, 1e-6).value <= epsilon_from_rdp(curve, 1e-6, refine=False).value
+
+
+def test_upper_grid_edge_warns_without_refinement_and_extends_with_it():
+    curve = gaussian_curve(1e-7)  # optimum near α ≈ 1 + √(log(1/δ)/ρ) ≈ 10⁴
+    fixed = epsilon_from_rdp(curve, 1e-5, refine=False)
+    assert fixed.optimal_order == DEFAULT_ORDERS[-1]
+    assert any("upper edge" in w for w in fixed.warnings)
+    extended = epsilon_from_rdp(curve, 1e-5)
+    assert extended.optimal_order > DEFAULT_ORDERS[-1]
+    assert extended.value < fixed.value
+    assert not extended.warnings
+
+
+def test_lower_grid_edge_warns():
+    result = epsilon_from_rdp(gaussian_curve(5000.0), 1e-5, refine=False)
+    assert result.optimal_order == DEFAULT_ORDERS[0]
+    assert any("lower edge" in w for w in result.warnings)
+
+
+def test_user_grid_is_respected():
+    result = epsilon_from_rdp(gaussian_curve(0.5), 1e-5, orders=[8, 2, 4], refine=False)
+    assert result.optimal_order == 4  # ε(4) = 5.087 < ε(8) = 5.213 (the real optimum, 5.43, is not offered)
+    assert list(result.orders) == [2, 4, 8]
