@@ -11,7 +11,7 @@ each offending field, so the library and the service report bad input the same w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -63,26 +63,32 @@ Model = TypeVar("Model", bound=ParamsModel)
 def parse_params(model: type[Model], data: Mapping[str, Any] | Model) -> Model:
     """Validate ``data`` against ``model``; raise :class:`ParameterError` naming each field and its allowed range."""
     if isinstance(data, model):
-        return data
-    if not isinstance(data, Mapping):
+        parsed = data
+    elif not isinstance(data, Mapping):
         raise ParameterError.single("params", "must be an object", "a JSON object of hyperparameters")
-    try:
-        parsed = model.model_validate(dict(data))
-    except ValidationError as exc:
-        properties = model.model_json_schema().get("properties", {})
-        issues = []
-        for error in exc.errors(include_url=False):
-            loc = tuple(error["loc"])
-            field = str(loc[0]) if loc else ""
-            allowed = allowed_range(properties.get(field, {})) if field in properties else None
-            if error["type"] == "extra_forbidden":
-                allowed = "one of: " + ", ".join(sorted(properties))
-            issues.append(FieldIssue(loc=loc, message=_message(error), allowed=allowed, value=_shown(error)))
-        raise ParameterError(issues) from None
+    else:
+        try:
+            parsed = model.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ParameterError(field_issues(model, exc.errors(include_url=False))) from None
     cross_field = parsed.check()
     if cross_field:
         raise ParameterError(cross_field)
     return parsed
+
+
+def field_issues(model: type[BaseModel], errors: Iterable[Mapping[str, Any]]) -> list[FieldIssue]:
+    """pydantic error dicts (locations relative to ``model``) as field issues with the allowed range of each field."""
+    properties = model.model_json_schema().get("properties", {})
+    issues = []
+    for error in errors:
+        loc = tuple(error["loc"])
+        field = str(loc[0]) if loc else ""
+        allowed = allowed_range(properties.get(field, {})) if field in properties else None
+        if error["type"] == "extra_forbidden":
+            allowed = "one of: " + ", ".join(sorted(properties))
+        issues.append(FieldIssue(loc=loc, message=_message(error), allowed=allowed, value=_shown(error)))
+    return issues
 
 
 def _message(error: Mapping[str, Any]) -> str:

@@ -1,0 +1,25 @@
+# dpcal service image: slim Python 3.11, non-root, uvicorn on port 8000, health checked on /healthz.
+# Build from the repository alone:  docker build -t dpcal .   Run:  docker run -p 8000:8000 dpcal
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DPCAL_HOST=0.0.0.0 \
+    DPCAL_PORT=8000
+
+RUN useradd --create-home --uid 10001 dpcal
+WORKDIR /srv/dpcal
+
+COPY pyproject.toml README.md ./
+COPY accountants ./accountants
+COPY app ./app
+RUN pip install . && rm -rf /root/.cache
+
+USER dpcal
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"
+
+CMD ["sh", "-c", "exec uvicorn app.main:app --host \"$DPCAL_HOST\" --port \"$DPCAL_PORT\" --proxy-headers"]

@@ -1,0 +1,42 @@
+# The two commands of the README: `make serve` and `make test`. Both create the virtual environment if it is
+# missing and (re)install the project when pyproject.toml changes; they need only python3 and the package index.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: serve test openapi bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+## serve: install the service and start it on 127.0.0.1:8000 (settings: DPCAL_* variables, see app/settings.py)
+serve: $(VENV)/.installed
+	$(BIN)/dpcal serve
+
+## test: install the test extra and run the whole suite
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+## openapi: regenerate openapi/openapi.json from the application
+openapi: $(VENV)/.installed
+	$(BIN)/dpcal openapi -o openapi/openapi.json
+
+## bench: dpcal against dp_accounting, side by side (figures in the README)
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/calibration.py
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

@@ -1,0 +1,242 @@
+"""``dpcal``: the command line.
+
+    dpcal serve                                   start the service (DPCAL_HOST, DPCAL_PORT; see app.settings)
+    dpcal algorithms [ID]                         list the algorithms, or describe one
+    dpcal calibrate dp-sgd -p dataset_size=60000 -p batch_size=256 -p epochs=60 --target-epsilon 3 --delta 1e-5
+    dpcal privacy dp-sgd --params '{"dataset_size": 60000, "batch_size": 256, "steps": 14063, "noise_multiplier": 1}' \
+        --delta 1e-5
+    dpcal utility ALGORITHM -p ...
+    dpcal openapi [-o openapi/openapi.json]      write the OpenAPI document
+
+Requests run in-process by default (through the same HTTP application, so answers are identical), or against a
+running server with ``--url``. Output is a readable summary, or the JSON answer with ``--json``.
+Exit status: 0 on success, 2 when the service rejects the input (the problem is printed), 1 when it is unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from .client import AsyncDpcalClient, DpcalProblem
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "openapi":
+        return _openapi(args)
+    try:
+        answer = asyncio.run(_request(args))
+    except DpcalProblem as problem:
+        print(problem, file=sys.stderr)
+        return 2
+    except (httpx.HTTPError, OSError) as error:
+        print(f"dpcal: cannot reach {args.url}: {error}", file=sys.stderr)
+        return 1
+    except ValueError as error:  # bad --params / -p syntax
+        print(f"dpcal: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(_plain(answer), indent=2))
+    else:
+        print(_summary(args.command, answer))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dpcal", description="Privacy accounting and noise calibration for DP-ML.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="start the HTTP service")
+    serve.add_argument("--host", help="interface (default DPCAL_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default DPCAL_PORT or 8000)")
+
+    openapi = commands.add_parser("openapi", help="write the OpenAPI document")
+    openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--url", help="a running dpcal server (default: answer in-process)")
+        p.add_argument("--json", action="store_true", help="print the JSON answer")
+
+    def hyperparameters(p: argparse.ArgumentParser) -> None:
+        p.add_argument("algorithm", help="algorithm id (dpcal algorithms lists them)")
+        p.add_argument(
+            "-p",
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="one hyperparameter; VALUE is read as JSON if it parses (60, 1e-5, true), else as text",
+        )
+        p.add_argument("--params", help="all hyperparameters as a JSON object (merged under -p)")
+
+    algorithms = commands.add_parser("algorithms", help="list the algorithms, or describe one")
+    algorithms.add_argument("id", nargs="?", help="describe this algorithm")
+    common(algorithms)
+
+    for name, text in (
+        ("privacy", "ε at δ for given noise"),
+        ("calibrate", "smallest noise for (ε, δ)"),
+        ("utility", "predicted utility bounds"),
+    ):
+        command = commands.add_parser(name, help=text)
+        hyperparameters(command)
+        if name == "calibrate":
+            command.add_argument("--target-epsilon", type=float, required=True)
+        if name != "utility":
+            command.add_argument("--delta", type=float, required=True)
+            command.add_argument("--accountant", default="best", choices=("best", "rdp", "tight", "paper"))
+            command.add_argument("--orders", help="comma-separated Rényi orders")
+        if name == "privacy":
+            command.add_argument("--no-refine", action="store_true", help="grid orders only (as dp_accounting)")
+        common(command)
+    return parser
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if args.params:
+        try:
+            loaded = json.loads(args.params)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--params is not valid JSON: {error}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError("--params must be a JSON object")
+        params.update(loaded)
+    for item in args.param:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"-p expects NAME=VALUE, got {item!r}")
+        try:
+            params[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name] = raw
+    return params
+
+
+def _orders(args: argparse.Namespace) -> list[float] | None:
+    if not getattr(args, "orders", None):
+        return None
+    try:
+        return [float(x) for x in args.orders.split(",")]
+    except ValueError:
+        raise ValueError(f"--orders expects comma-separated numbers, got {args.orders!r}") from None
+
+
+async def _request(args: argparse.Namespace) -> Any:
+    if args.url:
+        client = AsyncDpcalClient(args.url)
+    else:
+        from .main import app
+
+        client = AsyncDpcalClient("http://dpcal.in-process", transport=httpx.ASGITransport(app=app))
+    async with client:
+        if args.command == "algorithms":
+            return await (client.algorithm(args.id) if args.id else client.algorithms())
+        params = _params(args)
+        if args.command == "privacy":
+            return await client.privacy(
+                args.algorithm,
+                params,
+                args.delta,
+                accountant=args.accountant,
+                orders=_orders(args),
+                refine_order=not args.no_refine,
+            )
+        if args.command == "calibrate":
+            return await client.calibrate(
+                args.algorithm,
+                params,
+                args.target_epsilon,
+                args.delta,
+                accountant=args.accountant,
+                orders=_orders(args),
+            )
+        return await client.utility(args.algorithm, params)
+
+
+def _plain(answer: Any) -> Any:
+    if isinstance(answer, BaseModel):
+        return answer.model_dump(mode="json")
+    if isinstance(answer, list):
+        return [_plain(a) for a in answer]
+    return answer
+
+
+def _summary(command: str, answer: Any) -> str:
+    if command == "algorithms":
+        if isinstance(answer, list):
+            return "\n".join(f"{a.id:28} {a.title}  [{', '.join(a.accountants)}]" for a in answer)
+        lines = [f"{answer.id}: {answer.title}", answer.summary, f"source: {answer.source}", "parameters:"]
+        for name, prop in answer.parameters.get("properties", {}).items():
+            symbol = prop.get("x-symbol")
+            lines.append(f"  {name}{f' ({symbol})' if symbol else ''}: {prop.get('description', '')}")
+        return "\n".join(lines)
+    if command == "utility":
+        if not answer.bounds:
+            return f"{answer.algorithm}: no utility bound — {answer.reason}"
+        return "\n".join(f"{b.measure} ≤ {b.value:.6g}  ({b.kind}; {b.source})" for b in answer.bounds)
+    lines = []
+    if command == "calibrate":
+        lines.append(
+            f"{answer.algorithm}: {answer.calibrated_parameter} = {answer.calibrated_value:.7g} gives "
+            f"ε = {answer.epsilon:.10g} ≤ {answer.target_epsilon:g} at δ = {answer.delta:g} "
+            f"(accountant: {answer.accountant})"
+        )
+    else:
+        order = f", optimal order {answer.optimal_order:.4g}" if answer.optimal_order else ""
+        lines.append(
+            f"{answer.algorithm}: ε = {answer.epsilon:.6g} at δ = {answer.delta:g} "
+            f"(accountant: {answer.accountant}{order})"
+        )
+    noise = answer.noise
+    lines.append(
+        f"  noise: multiplier {noise.noise_multiplier:.7g}, std {noise.noise_std:.7g} ({noise.sensitivity_rule})"
+    )
+    c = answer.conventions
+    lines.append(f"  conventions: {c.neighbouring}; {c.step_rule}; {c.released} released")
+    for a in answer.accountants:
+        lines.append(
+            f"  {a.name:6} "
+            + (f"ε = {a.epsilon:.6g} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
+        )
+    lines += [f"  warning: {w}" for w in answer.warnings]
+    return "\n".join(lines)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .settings import Settings
+
+    settings = Settings.from_env()
+    uvicorn.run(
+        "app.main:app", host=args.host or settings.host, port=args.port or settings.port, log_level=settings.log_level
+    )
+    return 0
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from .main import app
+
+    text = json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""The HTTP contract: request and response bodies (pydantic models, published as OpenAPI).
+
+Request bodies are generated from the registry: for every algorithm family, a model whose ``params`` is that family's
+parameter model, joined into a union discriminated by ``algorithm``. A new family module therefore appears in the
+documented request schema with no edit here. Response bodies mirror :mod:`accountants.reports` field for field.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from operator import or_
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from accountants import registry
+from accountants.registry import AlgorithmFamily
+
+AccountantName = Literal["best", "rdp", "tight", "paper"]
+
+_ACCOUNTANT_DOC = (
+    "Which accountant answers: best (the minimum over every valid accountant; default), rdp (Rényi curve with the "
+    "improved conversion), tight (numerically tight accounting of the same mechanism), paper (the paper's own "
+    "statement, reported together with what the rigorous accountant certifies)."
+)
+_DELTA_DOC = "Target δ of the (ε, δ) guarantee, in the open interval (0, 1)."
+MAX_ORDERS = 200
+MAX_ORDER_VALUE = 1e4
+
+
+class Strict(BaseModel):
+    """Request bodies: unknown fields rejected, strict JSON types, finite numbers only."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class Out(BaseModel):
+    """Response bodies: built from the library's report objects."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+Orders = Annotated[
+    list[Annotated[float, Field(gt=1, le=MAX_ORDER_VALUE)]] | None,
+    Field(
+        min_length=1,
+        max_length=MAX_ORDERS,
+        description=(
+            f"Rényi orders α at which to report the curve and search for ε (at most {MAX_ORDERS}, each in "
+            f"(1, {MAX_ORDER_VALUE:g}]). Default: a superset of dp_accounting's 156 orders."
+        ),
+        examples=[[1.5, 2, 4, 8, 16, 32, 64]],
+    ),
+]
+
+
+def _title(family: AlgorithmFamily) -> str:
+    return "".join(part.capitalize() for part in family.id.split("-"))
+
+
+def _variant(family: AlgorithmFamily, kind: str, fields: dict[str, Any]) -> type[Strict]:
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"{_title(family)}{kind}Request",
+        __base__=Strict,
+        __doc__=f"{kind} request for `{family.id}`: {family.title}.",
+        algorithm=(
+            Literal[family.id],  # type: ignore[valid-type]
+            Field(description="Algorithm id (see GET /v1/algorithms).", examples=[family.id]),
+        ),
+        params=(family.params_model, Field(description=f"Hyperparameters of {family.id}.")),
+        **fields,
+    )
+
+
+def request_union(kind: str, fields: dict[str, Any]) -> Any:
+    """The request body for one endpoint: the per-algorithm variants, discriminated by ``algorithm``."""
+    variants = [_variant(f, kind, fields) for f in registry.families()]
+    if len(variants) == 1:
+        return variants[0]
+    return Annotated[reduce(or_, variants), Field(discriminator="algorithm")]
+
+
+PRIVACY_FIELDS: dict[str, Any] = {
+    "delta": (float, Field(gt=0, lt=1, description=_DELTA_DOC, examples=[1e-5])),
+    "accountant": (AccountantName, Field("best", description=_ACCOUNTANT_DOC, examples=["best"])),
+    "orders": (Orders, None),
+    "refine_order": (
+        bool,
+        Field(
+            True,
+            description="Also optimise the Rényi order continuously near the best grid order (never increases ε). "
+            "Set false to reproduce a grid-only accountant such as dp_accounting's.",
+            examples=[True],
+        ),
+    ),
+}
+CALIBRATE_FIELDS: dict[str, Any] = {
+    "target_epsilon": (
+        float,
+        Field(
+            gt=0,
+            le=1e4,
+            description="Target ε: the answer is the smallest noise whose ε is at most this.",
+            examples=[3.0],
+        ),
+    ),
+    "delta": PRIVACY_FIELDS["delta"],
+    "accountant": PRIVACY_FIELDS["accountant"],
+    "orders": (Orders, None),
+}
+UTILITY_FIELDS: dict[str, Any] = {}
+
+
+# -- responses ------------------------------------------------------------------------------------------------------
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = Field(description="Always ok when the service answers.", examples=["ok"])
+    version: str = Field(description="dpcal version.", examples=["0.1.0"])
+
+
+class AlgorithmSummary(Out):
+    id: str = Field(description="Algorithm id, used in requests and URLs.", examples=["dp-sgd"])
+    title: str = Field(description="Human-readable name.", examples=["Poisson-subsampled DP-SGD"])
+    summary: str = Field(description="What the algorithm is and what is accounted.", examples=["Noisy clipped SGD …"])
+    source: str = Field(description="Papers and theorems the accounting rests on.", examples=["Abadi et al. 2016 …"])
+    accountants: list[str] = Field(
+        description="Accountants offered (best is always first).", examples=[["best", "rdp", "tight"]]
+    )
+    calibrated_parameter: str = Field(description="What calibration solves for.", examples=["noise_multiplier"])
+
+
+class BoundOut(Out):
+    name: str = Field(description="The bound.", examples=["RDP of the Poisson-subsampled Gaussian"])
+    kind: str = Field(description="privacy or utility.", examples=["privacy"])
+    source: str = Field(description="Paper and theorem.", examples=["Mironov, Talwar & Zhang 2019, §3.3"])
+    conditions: list[str] = Field(description="When the bound applies.", examples=[["sampling = poisson"]])
+    accountant: str | None = Field(description="Accountant that uses it.", examples=["rdp"])
+
+
+class AlgorithmDetail(AlgorithmSummary):
+    parameters: dict[str, Any] = Field(
+        description="JSON Schema of `params`: each property has a description, the paper's symbol (x-symbol), a "
+        "unit (x-unit) and an example.",
+        examples=[{"type": "object", "properties": {"dataset_size": {"type": "integer", "x-symbol": "n"}}}],
+    )
+    assumptions: list[str] = Field(
+        description="What the accounting assumes about the training run.",
+        examples=[["Per-example gradients are clipped."]],
+    )
+    bounds: list[BoundOut] = Field(description="Every bound offered, with its source and conditions.")
+
+
+class RdpCurveOut(Out):
+    orders: list[float] = Field(description="Rényi orders α.", examples=[[2.0, 4.0, 8.0]])
+    epsilons: list[float | None] = Field(
+        description="ε(α) of the whole run at each order (null where no finite bound exists).",
+        examples=[[0.24, 0.51, 1.12]],
+    )
+
+
+class AccountantOut(Out):
+    name: str = Field(description="Accountant.", examples=["rdp"])
+    applicable: bool = Field(description="Whether it applies to this configuration.", examples=[True])
+    epsilon: float | None = Field(description="Its ε (null if not applicable).", examples=[2.5965])
+    guarantee: str | None = Field(
+        description="What the number is: certified upper bound, exact, or a paper's statement.",
+        examples=["certified upper bound"],
+    )
+    method: str | None = Field(
+        description="How it was computed.", examples=["RDP of the Poisson-subsampled Gaussian …"]
+    )
+    reason: str | None = Field(description="Why it does not apply (when not applicable).", examples=[None])
+    optimal_order: float | None = Field(description="Optimal Rényi order, for RDP accountants.", examples=[8.12])
+    noise_multiplier: float | None = Field(
+        description="For calibration: the noise multiplier this accountant needs.", examples=[1.1]
+    )
+
+
+class NoiseOut(Out):
+    noise_multiplier: float = Field(description="Noise std divided by the sensitivity.", examples=[1.1])
+    noise_std: float | None = Field(description="Absolute noise std in the algorithm's units.", examples=[1.1])
+    sensitivity: float | None = Field(description="L2 sensitivity the multiplier is relative to.", examples=[1.0])
+    sensitivity_rule: str = Field(
+        description="How the sensitivity follows from the parameters.",
+        examples=["sensitivity = clip_norm (one clipped gradient added or removed)"],
+    )
+    units: str = Field(description="Units of noise_std.", examples=["units of the summed clipped gradients"])
+
+
+class ConventionsOut(Out):
+    neighbouring: str = Field(description="Neighbouring relation of the guarantee.", examples=["add-remove"])
+    steps: int = Field(description="Number of steps (compositions) accounted.", examples=[14063])
+    step_rule: str = Field(
+        description="How the step count was obtained.",
+        examples=["steps = ceil(epochs·dataset_size/batch_size) = 14063"],
+    )
+    sampling: str = Field(description="Batch sampling the accounting assumes.", examples=["Poisson: …"])
+    noise_multiplier_definition: str = Field(
+        description="Definition of the noise multiplier used.", examples=["noise_multiplier = noise std / sensitivity"]
+    )
+    released: str = Field(description="Which iterates the analysis assumes released.", examples=["every iterate"])
+
+
+class AssumptionOut(Out):
+    statement: str = Field(description="The assumption.", examples=["loss is convex"])
+    holds: bool | None = Field(
+        description="Whether it holds for these parameters (null: cannot be checked).", examples=[True]
+    )
+    detail: str | None = Field(description="Why.", examples=[None])
+
+
+class UtilityBoundOut(Out):
+    measure: str = Field(description="What is bounded.", examples=["expected strong VI gap"])
+    value: float = Field(description="The bound.", examples=[0.12])
+    kind: str = Field(description="explicit bound, or rate with unit constants.", examples=["explicit bound"])
+    source: str = Field(description="Theorem it comes from.", examples=["seed 000, Corollary 1"])
+    assumptions: list[AssumptionOut] = Field(description="Its assumptions and whether they hold.")
+    applicable: bool = Field(description="Whether all checkable assumptions hold.", examples=[True])
+
+
+class UtilityResponse(Out):
+    algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
+    bounds: list[UtilityBoundOut] = Field(description="Predicted utility bounds (empty if the algorithm has none).")
+    reason: str | None = Field(description="Why there is no bound.", examples=["DP-SGD has no utility guarantee …"])
+
+
+class PaperOut(Out):
+    source: str = Field(description="The paper's calibration statement.", examples=["seed 000, Proposition 5"])
+    noise_multiplier: float | None = Field(description="Noise the paper prescribes.", examples=[3.2])
+    epsilon_claimed: float | None = Field(description="ε the paper claims for it.", examples=[1.0])
+    epsilon_certified: float | None = Field(description="ε our rigorous accountant certifies for it.", examples=[1.23])
+    certified_by: str | None = Field(description="Accountant that certified it.", examples=["rdp"])
+    valid: bool | None = Field(description="Whether the paper's claim holds.", examples=[False])
+    note: str | None = Field(description="Conditions, errata.", examples=[None])
+
+
+class PrivacyResponse(Out):
+    algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
+    epsilon: float = Field(description="Certified ε at δ (from `accountant`).", examples=[2.5965])
+    delta: float = Field(description="δ.", examples=[1e-5])
+    accountant: str = Field(description="Accountant that produced `epsilon`.", examples=["rdp"])
+    optimal_order: float | None = Field(description="Optimal Rényi order of the RDP accountant.", examples=[8.12])
+    rdp: RdpCurveOut | None = Field(description="Rényi curve of the whole run (null where none exists).")
+    accountants: list[AccountantOut] = Field(description="Every accountant's answer, or why it does not apply.")
+    noise: NoiseOut = Field(description="The noise in both units and its sensitivity.")
+    conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
+    warnings: list[str] = Field(description="Grid-edge optimal orders, errata, unmet conditions.", examples=[[]])
+
+
+class CalibrationResponse(Out):
+    algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
+    target_epsilon: float = Field(description="Requested ε.", examples=[3.0])
+    delta: float = Field(description="δ.", examples=[1e-5])
+    calibrated_parameter: str = Field(description="The privacy knob calibrated.", examples=["noise_multiplier"])
+    calibrated_value: float = Field(description="Its value.", examples=[1.0139])
+    noise_multiplier: float = Field(description="Smallest noise multiplier meeting the target.", examples=[1.0139])
+    noise_std: float | None = Field(description="Absolute noise std in the algorithm's units.", examples=[1.0139])
+    epsilon: float = Field(description="ε achieved at that noise (≤ target).", examples=[2.99999])
+    accountant: str = Field(description="Accountant that needs the least noise.", examples=["rdp"])
+    optimal_order: float | None = Field(description="Optimal Rényi order at that noise.", examples=[7.23])
+    rdp: RdpCurveOut | None = Field(description="Rényi curve at the calibrated noise.")
+    accountants: list[AccountantOut] = Field(
+        description="Each accountant's calibrated noise, or why it does not apply."
+    )
+    noise: NoiseOut = Field(description="The calibrated noise in both units.")
+    conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
+    utility: UtilityResponse | None = Field(description="Predicted utility at this noise (null if none).")
+    utility_reason: str | None = Field(description="Why there is no utility prediction.", examples=[None])
+    paper: PaperOut | None = Field(description="The paper's own calibration and what it really certifies.")
+    paper_reason: str | None = Field(description="Why there is no paper calibration.", examples=[None])
+    warnings: list[str] = Field(description="Conventions to double-check, errata, grid edges.", examples=[[]])
+
+
+class ProblemField(BaseModel):
+    loc: list[str | int] = Field(
+        description="Where the offending value is in the request body.", examples=[["params", "batch_size"]]
+    )
+    message: str = Field(description="What is wrong.", examples=["must not exceed dataset_size"])
+    allowed: str | None = Field(description="What is allowed.", examples=["an integer in [1, 60000]"])
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = Field(description="URI identifying the problem type.", examples=["https://dpcal.dev/problems/invalid"])
+    title: str = Field(description="Short summary of the problem type.", examples=["Invalid request"])
+    status: int = Field(description="HTTP status code.", examples=[422])
+    detail: str = Field(description="Explanation of this occurrence.", examples=["params.batch_size: must not …"])
+    instance: str | None = Field(None, description="The request path.", examples=["/v1/privacy"])
+    errors: list[ProblemField] | None = Field(
+        None,
+        description="Each offending field.",
+        examples=[
+            [
+                {
+                    "loc": ["params", "batch_size"],
+                    "message": "must not exceed dataset_size",
+                    "allowed": "an integer in [1, 60000]",
+                }
+            ]
+        ],
+    )
+    algorithms: list[str] | None = Field(
+        None, description="Valid algorithm ids (for unknown algorithms).", examples=[["dp-sgd"]]
+    )
+    supported: list[str] | None = Field(
+        None, description="Accountants that apply (for an unsupported accountant).", examples=[["best", "rdp"]]
+    )

@@ -1,0 +1,253 @@
+"""The HTTP contract of issue "HTTP API v1", for dp-sgd, against a live uvicorn server."""
+
+import math
+
+import pytest
+
+from accountants import registry
+
+from .oracles import DPA_ORDERS, dpa_poisson_event, dpa_rdp_epsilon
+
+MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
+PROBLEM = "application/problem+json"
+
+
+def post(http, path, body):
+    return http.post(path, json=body)
+
+
+def assert_problem(response, status, *fields):
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    body = response.json()
+    assert {"type", "title", "status", "detail"} <= body.keys()
+    assert body["status"] == status
+    named = {tuple(e["loc"]) for e in body.get("errors") or []}
+    for field in fields:
+        assert field in named, (field, named)
+    return body
+
+
+def test_healthz(http):
+    body = http.get("/healthz").json()
+    assert body["status"] == "ok" and body["version"]
+
+
+def test_algorithms(http):
+    listed = http.get("/v1/algorithms").json()
+    dp_sgd = next(a for a in listed if a["id"] == "dp-sgd")
+    assert dp_sgd["accountants"][0] == "best" and dp_sgd["source"] and dp_sgd["title"]
+    detail = http.get("/v1/algorithms/dp-sgd").json()
+    props = detail["parameters"]["properties"]
+    assert props["dataset_size"]["x-symbol"] == "n" and props["dataset_size"]["x-unit"] == "records"
+    assert all(p.get("description") for p in props.values())
+    assert detail["assumptions"] and detail["bounds"]
+    assert all(b["conditions"] is not None and b["source"] for b in detail["bounds"])
+
+
+def test_unknown_algorithm_is_404_listing_ids(http):
+    body = assert_problem(http.get("/v1/algorithms/dp-adam"), 404, ("algorithm",))
+    assert "dp-sgd" in body["algorithms"]
+    body = assert_problem(post(http, "/v1/privacy", {"algorithm": "dp-adam", "params": {}, "delta": 1e-5}), 404)
+    assert body["algorithms"] == registry.ids()
+
+
+def test_privacy_contract(http):
+    params = {**MNIST, "noise_multiplier": 1.1, "epoch_rounding": "floor"}
+    body = post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-5}).json()
+    expected = registry.get("dp-sgd").privacy(params, 1e-5)
+    assert body["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
+    assert body["epsilon"] == pytest.approx(2.5965420, rel=1e-6)  # a1, refined order (grid: 2.596556)
+    assert body["delta"] == 1e-5 and body["accountant"] == "rdp"
+    assert 8 < body["optimal_order"] < 8.2
+    assert len(body["rdp"]["orders"]) == len(body["rdp"]["epsilons"]) > 150
+    names = {a["name"]: a for a in body["accountants"]}
+    assert names["rdp"]["applicable"] and names["rdp"]["epsilon"] == body["epsilon"]
+    assert not names["tight"]["applicable"] and names["tight"]["reason"]
+    assert not names["paper"]["applicable"] and names["paper"]["reason"]
+    assert body["noise"] == {
+        "noise_multiplier": 1.1,
+        "noise_std": 1.1,
+        "sensitivity": 1.0,
+        "sensitivity_rule": body["noise"]["sensitivity_rule"],
+        "units": body["noise"]["units"],
+    }
+    assert body["conventions"]["neighbouring"] == "add-remove"
+    assert body["conventions"]["steps"] == 14062 and "floor" in body["conventions"]["step_rule"]
+    assert isinstance(body["warnings"], list)
+
+
+def test_privacy_on_dp_accountings_grid_matches_it(http):
+    params = {"dataset_size": 100000, "batch_size": 1000, "steps": 1000, "noise_multiplier": 1.0}
+    body = post(
+        http,
+        "/v1/privacy",
+        {
+            "algorithm": "dp-sgd",
+            "params": params,
+            "delta": 1e-5,
+            "accountant": "rdp",
+            "orders": DPA_ORDERS.tolist(),
+            "refine_order": False,
+        },
+    )
+    body = body.json()
+    assert body["rdp"]["orders"] == sorted(DPA_ORDERS.tolist())
+    assert body["epsilon"] == pytest.approx(2.101365272, rel=1e-8)  # a2, exact fractional orders (opacus)
+    theirs, _ = dpa_rdp_epsilon(dpa_poisson_event(0.01, 1.0, 1000), 1e-5)
+    assert body["epsilon"] <= theirs
+
+
+def test_replace_one_reports_the_doubled_sensitivity(http):
+    params = {
+        **MNIST,
+        "noise_multiplier": 1.1,
+        "clip_norm": 0.5,
+        "sampling": "fixed-size",
+        "neighbouring": "replace-one",
+    }
+    body = post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-5}).json()
+    assert body["noise"]["sensitivity"] == 1.0 and body["noise"]["noise_std"] == pytest.approx(1.1)
+    assert "2·clip_norm" in body["conventions"]["noise_multiplier_definition"]
+
+
+def test_full_batch_best_is_the_exact_analytic_gaussian(http):
+    params = {"dataset_size": 100, "batch_size": 100, "steps": 100, "noise_multiplier": 10.0}
+    body = post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-5}).json()
+    assert body["accountant"] == "tight"
+    assert body["epsilon"] == pytest.approx(4.377178096, rel=1e-9)  # a4 ≡ b1
+    rdp = next(a for a in body["accountants"] if a["name"] == "rdp")
+    assert rdp["epsilon"] > body["epsilon"]
+
+
+def test_calibrate_contract(http):
+    body = post(
+        http, "/v1/calibrate", {"algorithm": "dp-sgd", "params": MNIST, "target_epsilon": 3.0, "delta": 1e-5}
+    ).json()
+    assert body["calibrated_parameter"] == "noise_multiplier"
+    assert body["calibrated_value"] == body["noise_multiplier"]
+    assert body["noise_std"] == pytest.approx(body["noise_multiplier"])  # clip_norm 1
+    assert body["epsilon"] <= 3.0 and body["target_epsilon"] == 3.0
+    assert body["rdp"]["orders"] and body["optimal_order"]
+    assert body["utility"] is None and body["utility_reason"]
+    assert body["paper"] is None and body["paper_reason"]
+    assert body["conventions"]["steps"] == 14063  # ceil, stated
+    # the answer is the smallest: just below it the certified ε exceeds the target
+    below = {**MNIST, "noise_multiplier": body["noise_multiplier"] * (1 - 1e-5)}
+    assert post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": below, "delta": 1e-5}).json()["epsilon"] > 3
+
+
+def test_utility_has_no_bound_with_a_reason(http):
+    body = post(http, "/v1/utility", {"algorithm": "dp-sgd", "params": MNIST}).json()
+    assert body["bounds"] == [] and "utility" in body["reason"]
+
+
+def test_unsupported_accountant_names_supported_ones(http):
+    body = assert_problem(
+        post(
+            http,
+            "/v1/privacy",
+            {"algorithm": "dp-sgd", "params": {**MNIST, "noise_multiplier": 1.0}, "delta": 1e-5, "accountant": "tight"},
+        ),
+        422,
+        ("accountant",),
+    )
+    assert body["supported"] == ["best", "rdp"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": NaN, "batch_size": 2, "steps": 1}, "delta": 1e-5}',
+            ("params", "dataset_size"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1, "noise_multiplier": '
+            'Infinity}, "delta": 1e-5}',
+            ("params", "noise_multiplier"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1, "noise_multiplier": 1},'
+            ' "delta": 1e999}',
+            ("delta",),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1, "noise_multiplier": '
+            '1e400}, "delta": 1e-5}',
+            ("params", "noise_multiplier"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 1' + "0" * 400 + ', "batch_size": 2, "steps": 1}, '
+            '"delta": 1e-5}',
+            ("params", "dataset_size"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": "10", "batch_size": 2, "steps": 1}, "delta": 1e-5}',
+            ("params", "dataset_size"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": true}, "delta": 1e-5}',
+            ("params", "steps"),
+        ),
+        ('{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1}}', ("delta",)),
+        ('{"algorithm": "dp-sgd", "delta": 1e-5}', ("params",)),
+        ('{"params": {}, "delta": 1e-5}', ("algorithm",)),
+        ('{"algorithm": "dp-sgd", "params": [], "delta": 1e-5}', ("params",)),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 20, "steps": 1, "noise_multiplier": 1},'
+            ' "delta": 1e-5}',
+            ("params", "batch_size"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1}, "delta": 1e-5}',
+            ("params", "noise_multiplier"),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1, "noise_multiplier": 1},'
+            ' "delta": 1e-5, "orders": [0.5]}',
+            ("orders", 0),
+        ),
+        (
+            '{"algorithm": "dp-sgd", "params": {"dataset_size": 10, "batch_size": 2, "steps": 1, "noise_multiplier": 1},'
+            ' "delta": 1e-5, "extra": 1}',
+            ("extra",),
+        ),
+    ],
+)
+def test_bad_input_is_a_problem_naming_the_field(http, raw, field):
+    response = http.post("/v1/privacy", content=raw, headers={"content-type": "application/json"})
+    body = assert_problem(response, 422, field)
+    error = next(e for e in body["errors"] if tuple(e["loc"]) == field)
+    assert error["message"]
+
+
+def test_malformed_json_is_400(http):
+    assert_problem(http.post("/v1/privacy", content=b"{", headers={"content-type": "application/json"}), 400)
+
+
+def test_infeasible_calibration_is_a_problem(http):
+    params = {"dataset_size": 10, "batch_size": 10, "steps": 10**12}
+    body = assert_problem(
+        post(http, "/v1/calibrate", {"algorithm": "dp-sgd", "params": params, "target_epsilon": 1e-3, "delta": 1e-10}),
+        422,
+    )
+    assert body["errors"][0]["loc"] == ["target_epsilon"]
+
+
+def test_too_large_body_is_413(http):
+    body = {"algorithm": "dp-sgd", "params": {}, "delta": 1e-5, "pad": "x" * 2_000_000}
+    assert_problem(post(http, "/v1/privacy", body), 413)
+
+
+def test_unknown_route_and_method_are_problems(http):
+    assert_problem(http.get("/v2/privacy"), 404)
+    assert_problem(http.get("/v1/privacy"), 405)
+
+
+def test_answers_never_contain_non_finite_numbers(http):
+    params = {"dataset_size": 10**12, "batch_size": 1, "steps": 10**12, "noise_multiplier": 1e-3}
+    response = post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-300})
+    assert response.status_code in (200, 422)
+    if response.status_code == 200:
+        assert math.isfinite(response.json()["epsilon"])

@@ -1,0 +1,129 @@
+"""The Python client (sync and async) and the CLI, against a live server on loopback (and the CLI in-process)."""
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from app.client import AsyncDpcalClient, DpcalClient, DpcalProblem
+
+from .conftest import ROOT
+
+MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
+
+
+def test_sync_client(live_server):
+    with DpcalClient(live_server) as client:
+        assert client.health().status == "ok"
+        assert "dp-sgd" in [a.id for a in client.algorithms()]
+        assert client.algorithm("dp-sgd").parameters["properties"]["batch_size"]["x-symbol"]
+        answer = client.calibrate("dp-sgd", MNIST, target_epsilon=3.0, delta=1e-5)
+        assert answer.epsilon <= 3.0 and answer.conventions.steps == 14063
+        again = client.privacy("dp-sgd", {**MNIST, "noise_multiplier": answer.noise_multiplier}, 1e-5)
+        assert again.epsilon <= 3.0
+        assert client.utility("dp-sgd", MNIST).bounds == []
+
+
+def test_client_raises_problems_with_field_messages(live_server):
+    with DpcalClient(live_server) as client:
+        with pytest.raises(DpcalProblem) as info:
+            client.privacy("dp-sgd", {**MNIST, "batch_size": 10**6, "noise_multiplier": 1.0}, 1e-5)
+        assert info.value.status == 422
+        assert [e.loc for e in info.value.errors] == [["params", "batch_size"]]
+        assert "batch_size" in str(info.value)
+        with pytest.raises(DpcalProblem) as info:
+            client.algorithm("nope")
+        assert info.value.status == 404 and info.value.problem.algorithms
+
+
+def test_async_client(live_server):
+    async def run():
+        async with AsyncDpcalClient(live_server) as client:
+            answers = await asyncio.gather(
+                client.calibrate("dp-sgd", MNIST, 1.0, 1e-5), client.calibrate("dp-sgd", MNIST, 8.0, 1e-5)
+            )
+            with pytest.raises(DpcalProblem):
+                await client.privacy("dp-sgd", MNIST, 1e-5)  # no noise given
+            return answers
+
+    strict, loose = asyncio.run(run())
+    assert strict.noise_multiplier > loose.noise_multiplier
+
+
+def dpcal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize("remote", [True, False], ids=["--url", "in-process"])
+def test_cli_calibrate(live_server, remote):
+    url = ["--url", live_server] if remote else []
+    result = dpcal(
+        "calibrate",
+        "dp-sgd",
+        "-p",
+        "dataset_size=60000",
+        "-p",
+        "batch_size=256",
+        "-p",
+        "epochs=60",
+        "--target-epsilon",
+        "3",
+        "--delta",
+        "1e-5",
+        "--json",
+        *url,
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["epsilon"] <= 3 and body["calibrated_parameter"] == "noise_multiplier"
+    summary = dpcal(
+        "calibrate", "dp-sgd", "--params", json.dumps(MNIST), "--target-epsilon", "3", "--delta", "1e-5", *url
+    )
+    assert summary.returncode == 0 and "noise_multiplier = " in summary.stdout and "ceil" in summary.stdout
+
+
+def test_cli_privacy_algorithms_utility(live_server):
+    result = dpcal(
+        "privacy",
+        "dp-sgd",
+        "--params",
+        json.dumps({**MNIST, "noise_multiplier": 1.1}),
+        "--delta",
+        "1e-5",
+        "--url",
+        live_server,
+    )
+    assert result.returncode == 0 and "ε = " in result.stdout
+    assert "dp-sgd" in dpcal("algorithms", "--url", live_server).stdout
+    assert "dataset_size (n)" in dpcal("algorithms", "dp-sgd").stdout
+    assert "no utility bound" in dpcal("utility", "dp-sgd", "--params", json.dumps(MNIST)).stdout
+
+
+def test_cli_reports_problems_with_exit_status_2(live_server):
+    result = dpcal(
+        "privacy",
+        "dp-sgd",
+        "--params",
+        json.dumps({**MNIST, "noise_multiplier": -1}),
+        "--delta",
+        "1e-5",
+        "--url",
+        live_server,
+    )
+    assert result.returncode == 2 and "params.noise_multiplier" in result.stderr
+    assert dpcal("privacy", "dp-sgd", "-p", "oops", "--delta", "1e-5").returncode == 2
+
+
+def test_cli_unreachable_server_is_exit_status_1():
+    result = dpcal("algorithms", "--url", "http://127.0.0.1:9")
+    assert result.returncode == 1 and "cannot reach" in result.stderr
+
+
+def test_cli_openapi_matches_file(tmp_path):
+    target = tmp_path / "openapi.json"
+    assert dpcal("openapi", "-o", str(target)).returncode == 0
+    assert target.read_text() == (ROOT / "openapi" / "openapi.json").read_text()

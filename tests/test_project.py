@@ -1,0 +1,68 @@
+"""Project plumbing: settings from the environment, lint, the CI entry point, the Makefile and the Dockerfile."""
+
+import subprocess
+import sys
+
+import pytest
+
+from app.settings import Settings, SettingsError
+
+from .conftest import ROOT, start_server
+
+
+def test_settings_defaults_and_environment():
+    assert Settings.from_env({}) == Settings()
+    s = Settings.from_env(
+        {"DPCAL_HOST": "0.0.0.0", "DPCAL_PORT": "9000", "DPCAL_LOG_LEVEL": "DEBUG", "DPCAL_MAX_BODY_BYTES": "2048"}
+    )
+    assert (s.host, s.port, s.log_level, s.max_body_bytes) == ("0.0.0.0", 9000, "debug", 2048)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("PORT", "0"), ("PORT", "http"), ("LOG_LEVEL", "loud"), ("MAX_BODY_BYTES", "1")]
+)
+def test_settings_reject_bad_values_naming_the_variable(name, value):
+    with pytest.raises(SettingsError, match=f"DPCAL_{name}"):
+        Settings.from_env({f"DPCAL_{name}": value})
+
+
+def test_body_limit_setting_is_applied():
+    import httpx
+
+    process, url = start_server({"DPCAL_MAX_BODY_BYTES": "2048"})
+    try:
+        response = httpx.post(f"{url}/v1/utility", json={"algorithm": "dp-sgd", "params": {}, "x": "y" * 3000})
+        assert response.status_code == 413 and "DPCAL_MAX_BODY_BYTES" in response.json()["detail"]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_ruff_clean():
+    for command in (["check", "."], ["format", "--check", "."]):
+        result = subprocess.run([sys.executable, "-m", "ruff", *command], cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ci_runs_the_readme_test_command():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.strip().splitlines()[-1] == "make test"
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111
+
+
+def test_makefile_targets():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\nserve: " in makefile and "dpcal serve" in makefile
+    assert "\ntest: " in makefile and "pytest" in makefile and ".[test]" in makefile
+    assert "-m venv" in makefile
+
+
+def test_dockerfile_essentials():
+    # no Docker engine runs here: check what the image must have (the build itself is not exercised by CI)
+    docker = (ROOT / "Dockerfile").read_text()
+    assert docker.startswith("#") and "FROM python:3.11-slim" in docker
+    assert "\nUSER dpcal" in docker and "useradd" in docker
+    assert "EXPOSE 8000" in docker and "HEALTHCHECK" in docker and "/healthz" in docker
+    assert "uvicorn app.main:app" in docker and "pip install ." in docker
+    for path in ("pyproject.toml", "README.md", "accountants", "app"):
+        assert path in docker
