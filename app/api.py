@@ -35,25 +35,20 @@ EXAMPLES = {
 }
 
 
-def request_models() -> dict[str, dict[str, type]]:
-    """Per endpoint path, the request variant of each algorithm (used to explain validation errors)."""
-    out: dict[str, dict[str, type]] = {}
-    for path, kind, fields in (
-        ("/v1/privacy", "Privacy", schemas.PRIVACY_FIELDS),
-        ("/v1/calibrate", "Calibrate", schemas.CALIBRATE_FIELDS),
-        ("/v1/utility", "Utility", schemas.UTILITY_FIELDS),
-    ):
-        union = schemas.request_union(kind, fields)
-        variants = (getattr(union, "__metadata__", None) and union.__origin__.__args__) or (union,)
-        out[path] = {v.model_fields["algorithm"].annotation.__args__[0]: v for v in variants}
-    return out
+def request_bodies() -> dict[str, schemas.RequestBody]:
+    """The request body of each POST endpoint, by path (built once from the registry)."""
+    return {
+        "/v1/privacy": schemas.RequestBody("Privacy", schemas.PRIVACY_FIELDS),
+        "/v1/calibrate": schemas.RequestBody("Calibrate", schemas.CALIBRATE_FIELDS),
+        "/v1/utility": schemas.RequestBody("Utility", schemas.UTILITY_FIELDS),
+    }
 
 
-def build_router() -> APIRouter:
+def build_router(bodies: dict[str, schemas.RequestBody]) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["v1"])
-    PrivacyRequest = schemas.request_union("Privacy", schemas.PRIVACY_FIELDS)
-    CalibrateRequest = schemas.request_union("Calibrate", schemas.CALIBRATE_FIELDS)
-    UtilityRequest = schemas.request_union("Utility", schemas.UTILITY_FIELDS)
+    PrivacyRequest = bodies["/v1/privacy"].annotation
+    CalibrateRequest = bodies["/v1/calibrate"].annotation
+    UtilityRequest = bodies["/v1/utility"].annotation
 
     def family_for(request: Request, algorithm: str) -> registry.AlgorithmFamily:
         family = registry.get(algorithm)

@@ -35,9 +35,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         license_info={"name": "Apache-2.0"},
     )
     app.state.settings = settings
-    problems.install(app, api.request_models())
+    bodies = api.request_bodies()
+    problems.install(app, {path: body.variants for path, body in bodies.items()})
     docs.install(app)
-    app.include_router(api.build_router())
+    app.include_router(api.build_router(bodies))
 
     @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness")
     def healthz() -> Health:

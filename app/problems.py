@@ -168,10 +168,9 @@ def _from_validation(errors: Sequence[Mapping[str, Any]], models: Mapping[str, t
         else:
             algorithm = None
         kind = error.get("type")
-        if (loc == ["algorithm"] and kind in ("literal_error", "union_tag_invalid")) or kind == "union_tag_invalid":
-            return unknown_algorithm(
-                error.get("input", {}).get("algorithm") if isinstance(error.get("input"), dict) else error.get("input")
-            )
+        if kind == "union_tag_invalid" or (kind == "literal_error" and loc == ["algorithm"]):
+            given = error.get("input")
+            return unknown_algorithm(given.get("algorithm") if isinstance(given, dict) else given)
         if kind in ("union_tag_not_found", "model_attributes_type") and not loc:
             allowed = "one of: " + ", ".join(registry.ids())
             message = "is required" if kind == "union_tag_not_found" else "the body must be a JSON object"

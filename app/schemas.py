@@ -72,12 +72,15 @@ def _variant(family: AlgorithmFamily, kind: str, fields: dict[str, Any]) -> type
     )
 
 
-def request_union(kind: str, fields: dict[str, Any]) -> Any:
-    """The request body for one endpoint: the per-algorithm variants, discriminated by ``algorithm``."""
-    variants = [_variant(f, kind, fields) for f in registry.families()]
-    if len(variants) == 1:
-        return variants[0]
-    return Annotated[reduce(or_, variants), Field(discriminator="algorithm")]
+class RequestBody:
+    """One endpoint's request body: a model per algorithm, joined into a union discriminated by ``algorithm``."""
+
+    def __init__(self, kind: str, fields: dict[str, Any]) -> None:
+        self.variants: dict[str, type[Strict]] = {f.id: _variant(f, kind, fields) for f in registry.families()}
+        models = list(self.variants.values())
+        self.annotation: Any = (
+            models[0] if len(models) == 1 else Annotated[reduce(or_, models), Field(discriminator="algorithm")]
+        )
 
 
 PRIVACY_FIELDS: dict[str, Any] = {

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import validation as check
 from ..calibration import calibrate_rdp
-from ..conversions import DEFAULT_ORDERS, Conversion
+from ..conversions import Conversion
 from ..errors import FieldIssue, ParameterError, UnsupportedAccountantError
 from ..events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
@@ -535,4 +535,4 @@ def _notes(p: DpSgdParams) -> list[str]:
     return notes
 
 
-__all__ = ["DEFAULT_ORDERS", "DpSgd", "DpSgdParams", "steps_and_rule"]
+__all__ = ["DpSgd", "DpSgdParams", "steps_and_rule"]
