@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import optimize
 
 from . import validation as check
 
@@ -216,3 +217,55 @@ def _optimise(
             "extend the orders upwards for a tighter bound"
         )
     return Conversion(best_value, best_order, grid, rdp, tuple(warnings))
+
+
+# -- curves linear in the order: ε(α) = ρα (zCDP-like), solved exactly ------------------------------------------------
+
+
+def _improved(alpha: float, rho: float, log_delta: float) -> float:
+    return rho * alpha + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
+
+
+def epsilon_for_linear_rdp(rho: float, delta: float) -> tuple[float, float]:
+    """(ε, α*) for the Rényi curve ε(α) = ρα at δ: the improved conversion minimised over real α > 1.01.
+
+    No grid: the optimum is the root of the derivative, found by Brent's method to machine precision (the objective
+    decreases then increases in α). The TV bound gives ε = 0 when δ² > 1 − e^{−ρ}. Returns α* = 1.01 when the
+    optimum sits on the guard (very large ρ).
+    """
+    r = check.non_negative("rho", rho)
+    d = check.delta("delta", delta)
+    if r == 0.0 or d * d + math.expm1(-min(r, 745.0)) > 0.0:
+        return 0.0, math.inf
+    log_delta = math.log(d)
+
+    def slope(a: float) -> float:
+        return r + 1.0 / (a * (a - 1.0)) - ((a - 1.0) / a - log_delta - math.log(a)) / (a - 1.0) ** 2
+
+    lo = MIN_CONVERSION_ORDER
+    if slope(lo) >= 0.0:
+        return max(0.0, _improved(lo, r, log_delta)), lo
+    hi = 1.0 + math.sqrt(-log_delta / r) + 1.0  # Mironov's optimum, a little further out
+    while slope(hi) < 0.0:
+        hi = 2.0 * hi
+    alpha = optimize.brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15)
+    return max(0.0, _improved(alpha, r, log_delta)), alpha
+
+
+def linear_rdp_for_epsilon(epsilon: float, delta: float) -> float:
+    """Largest ρ whose curve ε(α) = ρα converts to at most ``epsilon`` at ``delta`` (never above the true value)."""
+    e = check.positive("epsilon", epsilon)
+    d = check.delta("delta", delta)
+
+    def excess(log_rho: float) -> float:
+        return epsilon_for_linear_rdp(math.exp(log_rho), d)[0] - e
+
+    lo, hi = math.log(e) - 2.0, math.log(e) + 2.0
+    while excess(lo) > 0.0:
+        lo -= 4.0
+    while excess(hi) <= 0.0:
+        hi += 4.0
+    root = optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)
+    while excess(root) > 0.0:
+        root = math.nextafter(root, -math.inf)
+    return math.exp(root)

@@ -23,7 +23,7 @@ class GaussianEvent(DpEvent):
     noise_multiplier: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", check.positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "noise_multiplier", check.noise_multiplier("noise_multiplier", self.noise_multiplier))
 
 
 @dataclass(frozen=True)

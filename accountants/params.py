@@ -57,6 +57,32 @@ def param(description: str, *, symbol: str | None = None, unit: str | None = Non
     return Field(description=description, examples=examples, json_schema_extra=extra or None, **kw)
 
 
+NOISE_MULTIPLIER_RANGE = (1e-12, 1e6)
+"""The range families accept for a noise multiplier (below 1e-12 there is no meaningful privacy to account)."""
+
+
+def resolve_noise_multiplier(noise_multiplier: float | None, noise_std: float | None, unit: float) -> float:
+    """The noise multiplier given directly, or as ``noise_std / unit`` (``unit``: the std of multiplier 1)."""
+    lo, hi = NOISE_MULTIPLIER_RANGE
+    if noise_multiplier is not None:
+        return noise_multiplier
+    if noise_std is not None:
+        z = noise_std / unit
+        if not lo <= z <= hi:
+            raise ParameterError.single(
+                "noise_std",
+                f"gives noise_multiplier = noise_std/{unit:.6g} = {z:.6g}, outside [{lo:g}, {hi:g}]",
+                f"a finite number in [{lo * unit:.6g}, {hi * unit:.6g}]",
+                noise_std,
+            )
+        return z
+    raise ParameterError.single(
+        "noise_multiplier",
+        "is required for privacy accounting (or give noise_std)",
+        f"a finite number in [{lo:g}, {hi:g}]",
+    )
+
+
 Model = TypeVar("Model", bound=ParamsModel)
 
 

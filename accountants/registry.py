@@ -46,6 +46,8 @@ class AlgorithmFamily(ABC):
     params_model: ClassVar[type[ParamsModel]]
     accountants: ClassVar[tuple[str, ...]]
     """Concrete accountants this family implements (``best`` is always offered on top)."""
+    accountant_notes: ClassVar[Mapping[str, str]] = {}
+    """Why an accountant the family does not implement does not apply to it."""
     assumptions: ClassVar[tuple[str, ...]] = ()
     bounds: ClassVar[tuple[BoundInfo, ...]] = ()
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
@@ -65,9 +67,8 @@ class AlgorithmFamily(ABC):
                 "accountant", "unknown accountant", "one of: " + ", ".join(ACCOUNTANT_NAMES), accountant
             )
         if accountant not in self.supported_accountants():
-            raise UnsupportedAccountantError(
-                accountant, list(self.supported_accountants()), f"{self.id} does not implement it"
-            )
+            reason = self.accountant_notes.get(accountant, f"{self.id} does not implement it")
+            raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
         return accountant
 
     @abstractmethod

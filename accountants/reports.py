@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class RdpCurve:
-    """ε(α) of the whole run at each order."""
+    """ε(α) of the whole run at each order; where several bounds compete, the one that gives it at each order."""
 
     orders: tuple[float, ...]
-    epsilons: tuple[float, ...]
+    epsilons: tuple[float | None, ...]
+    bounds: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,23 @@ class Assumption:
 
 
 @dataclass(frozen=True)
+class BoundResult:
+    """One privacy bound for this configuration: whether it applies (and why not), its Rényi curve at the reported
+    orders, its own (ε, δ), and whether it is the one the answer uses."""
+
+    name: str
+    source: str
+    applicable: bool
+    reason: str | None
+    conditions: tuple[Assumption, ...]
+    rdp: tuple[float, ...] | None
+    epsilon: float | None
+    selected: bool
+    releases: str
+    """Which iterates the bound covers: "last iterate" or "every iterate"."""
+
+
+@dataclass(frozen=True)
 class UtilityBound:
     """A predicted utility bound with its provenance."""
 
@@ -113,6 +131,7 @@ class PrivacyReport:
     noise: Noise
     conventions: Conventions
     warnings: tuple[str, ...] = field(default=())
+    bounds: tuple[BoundResult, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -136,3 +155,4 @@ class CalibrationReport:
     calibrated_parameter: str
     calibrated_value: float
     warnings: tuple[str, ...] = field(default=())
+    bounds: tuple[BoundResult, ...] = field(default=())

@@ -33,6 +33,19 @@ def positive(name: str, value: object) -> float:
     return x
 
 
+MIN_NOISE_MULTIPLIER = 1e-150
+"""Below this, 1/z² overflows: the Gaussian carries no noise in floating point."""
+
+
+def noise_multiplier(name: str, value: object) -> float:
+    """A noise multiplier: finite and at least :data:`MIN_NOISE_MULTIPLIER`."""
+    allowed = f">= {MIN_NOISE_MULTIPLIER:g} (> 0) and finite"
+    x = _as_real(name, value, allowed)
+    if not x >= MIN_NOISE_MULTIPLIER:
+        raise ParameterError.single(name, f"must be {allowed}", allowed, value)
+    return x
+
+
 def non_negative(name: str, value: object) -> float:
     """A finite real number >= 0."""
     allowed = ">= 0 and finite"

@@ -160,6 +160,11 @@ class RdpCurveOut(Out):
         description="ε(α) of the whole run at each order (null where no finite bound exists).",
         examples=[[0.24, 0.51, 1.12]],
     )
+    bounds: list[str] | None = Field(
+        None,
+        description="Where several bounds compete: the one that gives ε(α) at each order.",
+        examples=[["Theorem 2.3, eq. (19)", "Theorem 2.3, eq. (19)", "Theorem 2.3, eq. (19)"]],
+    )
 
 
 class AccountantOut(Out):
@@ -213,6 +218,22 @@ class AssumptionOut(Out):
     detail: str | None = Field(description="Why.", examples=[None])
 
 
+class BoundResultOut(Out):
+    name: str = Field(description="The bound.", examples=["Theorem 2.3, eq. (19)"])
+    source: str = Field(description="Paper and theorem.", examples=["seed 004, Theorem 2.3, eq. (19)"])
+    applicable: bool = Field(description="Whether its conditions hold.", examples=[True])
+    reason: str | None = Field(description="Why it does not apply.", examples=[None])
+    conditions: list[AssumptionOut] = Field(description="Its conditions and whether each holds.")
+    rdp: list[float] | None = Field(
+        description="Its ε(α) at the reported orders (null when not applicable).", examples=[[0.0088, 0.0176]]
+    )
+    epsilon: float | None = Field(description="Its own ε at δ.", examples=[17.55])
+    selected: bool = Field(description="Whether the answer uses it (the smallest applicable).", examples=[True])
+    releases: str = Field(
+        description="Which iterates it covers: last iterate, or every iterate.", examples=["last iterate"]
+    )
+
+
 class UtilityBoundOut(Out):
     measure: str = Field(description="What is bounded.", examples=["expected strong VI gap"])
     value: float = Field(description="The bound.", examples=[0.12])
@@ -249,6 +270,10 @@ class PrivacyResponse(Out):
     noise: NoiseOut = Field(description="The noise in both units and its sensitivity.")
     conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
     warnings: list[str] = Field(description="Grid-edge optimal orders, errata, unmet conditions.", examples=[[]])
+    bounds: list[BoundResultOut] = Field(
+        description="Every privacy bound considered for this configuration (where the algorithm has several): "
+        "applicable or why not, its curve and ε, and which one the answer uses.",
+    )
 
 
 class CalibrationResponse(Out):
@@ -273,6 +298,10 @@ class CalibrationResponse(Out):
     paper: PaperOut | None = Field(description="The paper's own calibration and what it really certifies.")
     paper_reason: str | None = Field(description="Why there is no paper calibration.", examples=[None])
     warnings: list[str] = Field(description="Conventions to double-check, errata, grid edges.", examples=[[]])
+    bounds: list[BoundResultOut] = Field(
+        description="Every privacy bound considered for this configuration (where the algorithm has several): "
+        "applicable or why not, its curve and ε, and which one the answer uses.",
+    )
 
 
 class ProblemField(BaseModel):

@@ -26,7 +26,7 @@ def test_sampling_rate_outside_unit_interval(q):
         sampled_without_replacement_gaussian_rdp(q, 1.0, [2.0])
 
 
-@pytest.mark.parametrize("z", [0.0, -1.0, NAN, INF, -INF])
+@pytest.mark.parametrize("z", [0.0, -1.0, NAN, INF, -INF, 5e-324, 1e-160])
 def test_noise_multiplier_not_positive_finite(z):
     with pytest.raises(ValueError, match=r"noise_multiplier.*> 0"):
         poisson_subsampled_gaussian_rdp(0.01, z, [2.0])
@@ -84,10 +84,11 @@ FAMILY_BASE = {"dataset_size": 60000, "batch_size": 256, "steps": 1000, "noise_m
         ("dataset_size", NAN, "integer"),
         ("dataset_size", 0, ">= 1"),
         ("batch_size", INF, "integer"),
-        ("noise_multiplier", NAN, "> 0"),
-        ("noise_multiplier", INF, "> 0"),
-        ("noise_multiplier", 0.0, "> 0"),
-        ("noise_multiplier", -2.0, "> 0"),
+        ("noise_multiplier", NAN, ">= 1e-12"),
+        ("noise_multiplier", INF, ">= 1e-12"),
+        ("noise_multiplier", 0.0, ">= 1e-12"),
+        ("noise_multiplier", -2.0, ">= 1e-12"),
+        ("noise_multiplier", 5e-324, ">= 1e-12"),
         ("noise_multiplier", 1e7, "<= 1e+06"),
         ("clip_norm", NAN, "> 0"),
         ("epochs", -1.0, "> 0"),
@@ -140,3 +141,10 @@ def test_inapplicable_accountant_names_the_usable_ones():
 
     with pytest.raises(UnsupportedAccountantError, match=r"paper.*use one of: best, rdp"):
         registry.get("dp-sgd").privacy(FAMILY_BASE, 1e-5, accountant="paper")
+
+
+def test_noise_std_is_checked_through_the_multiplier_it_gives():
+    with pytest.raises(ParameterError, match=r"noise_std: gives noise_multiplier .* outside \[1e-12, 1e\+06\]"):
+        registry.get("dp-sgd").privacy(
+            {k: v for k, v in FAMILY_BASE.items() if k != "noise_multiplier"} | {"noise_std": 1e-20}, 1e-5
+        )

@@ -35,7 +35,7 @@ from ..conversions import Conversion
 from ..errors import FieldIssue, ParameterError, UnsupportedAccountantError
 from ..events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
-from ..params import Count, ParamsModel, bounded_count, param
+from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
 from ..rdp import RdpAccountant
 from ..registry import AlgorithmFamily, BoundInfo, register
 from ..reports import (
@@ -94,8 +94,8 @@ class DpSgdParams(ParamsModel):
         symbol="z (σ in Abadi et al.)",
         unit="multiples of the sensitivity",
         example=1.1,
-        gt=0,
-        le=1e6,
+        ge=NOISE_MULTIPLIER_RANGE[0],
+        le=NOISE_MULTIPLIER_RANGE[1],
         default=None,
     )
     noise_std: float | None = param(
@@ -474,16 +474,7 @@ def _orders(orders: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
 
 
 def _noise_multiplier(p: DpSgdParams) -> float:
-    if p.noise_multiplier is not None:
-        return p.noise_multiplier
-    if p.noise_std is not None:
-        z = p.noise_std / p.sensitivity
-        if not z > 0 or not math.isfinite(z):
-            raise ParameterError.single("noise_std", "gives a noise multiplier outside (0, ∞)", "> 0", p.noise_std)
-        return z
-    raise ParameterError.single(
-        "noise_multiplier", "is required for privacy accounting (or give noise_std)", "> 0 and <= 1e6"
-    )
+    return resolve_noise_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
 
 
 def _require_finite(value: float, field: str) -> None:

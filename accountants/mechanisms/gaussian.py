@@ -24,7 +24,7 @@ _SQRT_HALF = math.sqrt(0.5)
 
 def gaussian_rdp(noise_multiplier: float, orders: np.ndarray) -> np.ndarray:
     """ε(α) = α / (2 z²) for one release (Mironov 2017, Prop. 7)."""
-    z = check.positive("noise_multiplier", noise_multiplier)
+    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
     alphas = check.orders("orders", orders)
     return alphas / (2.0 * z * z)
 
@@ -53,7 +53,7 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
 
 def gdp_mu(noise_multiplier: float, count: int = 1) -> float:
     """Gaussian-DP parameter μ = √count / z of ``count`` releases with multiplier z."""
-    z = check.positive("noise_multiplier", noise_multiplier)
+    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
     k = check.positive_int("count", count)
     return math.sqrt(k) / z
 

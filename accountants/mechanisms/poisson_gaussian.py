@@ -57,7 +57,7 @@ def poisson_subsampled_gaussian_rdp(sampling_rate: float, noise_multiplier: floa
     For q = 1 this is the plain Gaussian, α/(2z²).
     """
     q = check.probability("sampling_rate", sampling_rate)
-    z = check.positive("noise_multiplier", noise_multiplier)
+    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
     alphas = check.orders("orders", orders)
     return rdp_kernel(q, z, alphas)
 

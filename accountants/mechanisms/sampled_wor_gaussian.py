@@ -41,7 +41,7 @@ def sampled_without_replacement_gaussian_rdp(
 ) -> np.ndarray:
     """RDP ε(α) of the Gaussian mechanism on a batch of m = γn records drawn without replacement (replace-one)."""
     gamma = check.probability("sampling_rate", sampling_rate)
-    z = check.positive("noise_multiplier", noise_multiplier)
+    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
     alphas = check.orders("orders", orders)
     return rdp_kernel(gamma, z, alphas)
 

@@ -1,0 +1,741 @@
+"""``dp-sgd-last-iterate``: cyclic, clipped DP-SGD on nonconvex composite losses, only the last iterate released.
+
+Seed 004 (Kong & Ribero, "Privacy of the last iterate in cyclically-traversed DP-SGD on nonconvex composite
+losses"); specification ``shared/spec/seed004-last-iterate-dp-sgd.md``. Algorithm 1 visits the data in a fixed order
+in disjoint batches of b (ℓ = k/b steps per pass), takes X_t = prox_{λh}(X_{t−1} − λ g_t + N_t) with g_t the mean of
+per-example gradients clipped to C and N_t ~ N(0, σ²I) added to the *parameters*, and releases X_T only.
+
+Conventions: swap (replace-one) neighbours at the same slot of the order; ``noise_multiplier`` z is the usual DP-SGD
+multiplier, σ = λ·z·C/b (noise z·C on the summed clipped gradients), so a step's swap sensitivity 2λC/b equals 2σ/z.
+
+Bounds (every one linear in α, so ε(α) = ρα and the answer is the smallest ρ among the applicable ones):
+
+* Theorem 2.2 (bounded domain of diameter d_h): ε = α/(2σ²)·(L·d_h + 2λC/b)², with L = √2·L_λ when clipping may be
+  active (erratum 3: Prop. 2.1(b) does not support the printed L_λ then) and λ ≤ 1/(2(M+m)); L = L_λ under
+  condition (18) with λ ≤ 1/(M+m).
+* Theorem 2.3, eq. (17), clipping allowed, λ ≤ 1/(2(M+m)): ε = 4α(λC/(bσ))²[1 + E·θ_{√2L_λ}(ℓ)], E = ⌊T/ℓ⌋.
+* Theorem 2.3, eq. (19), clipping never active (18), λ ≤ 1/(M+m): the same with θ_{L_λ}(ℓ).
+* Corollary C.3, (18) and λ ≤ min{1/√E, 1/(2(M+m))}: ε = 4α(C/(bσ))²[1 + θ_{L_λ}(ℓ)]. Its proof also needs λ ≤ 1,
+  which the printed condition implies only for E ≥ 1: for T < ℓ we require λ ≤ 1 (without it the corollary
+  under-reports, e.g. 3× below the exact RDP of the linear-Gaussian instance at λ = 3.3, T = 2, ℓ = 15).
+* Composition under swap adjacency, always valid (it covers releasing every iterate): ε = 2α⌈T/ℓ⌉/z².
+
+L_λ = √(1 + 2λm[1 + m/(2(M+m))]) (eq. 13; ``l_lambda_form="kappa4"`` uses 1 + m/(M+m), the remarks' form), and
+θ_L(s) = L^{2(s−1)}/Σ_{j<s} L^{2j}, computed as (1 − L^{−2})/(1 − L^{−2s}) in log space. With
+``constant="proof"`` eqs. (17) and (19) use the constant the paper's proof derives, 2α(λC/(bσ))²[1 + (⌈T/ℓ⌉−1)θ]
+(spec §3.10, sharp on the linear-Gaussian instance); the default is the printed 4α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+
+from .. import validation as check
+from ..conversions import DEFAULT_ORDERS, epsilon_for_linear_rdp, linear_rdp_for_epsilon
+from ..errors import FieldIssue, ParameterError
+from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
+from ..registry import AlgorithmFamily, BoundInfo, register
+from ..reports import (
+    AccountantResult,
+    Assumption,
+    BoundResult,
+    CalibrationReport,
+    Conventions,
+    Noise,
+    PaperCalibration,
+    PrivacyReport,
+    RdpCurve,
+    UtilityReport,
+)
+
+MAX_COUNT = 10**12
+SOURCE = "seed 004 (Kong & Ribero, last iterate of cyclically-traversed DP-SGD)"
+
+
+class LastIterateParams(ParamsModel):
+    """Hyperparameters of Algorithm 1 of seed 004 (cyclic batches, clipping, prox step, last iterate)."""
+
+    dataset_size: Count = param(
+        "Number of per-example losses.", symbol="k", unit="records", example=10000, ge=1, le=MAX_COUNT
+    )
+    batch_size: Count = param(
+        "Batch size; must divide dataset_size (disjoint batches, ℓ = k/b steps per pass).",
+        symbol="b",
+        unit="records",
+        example=10,
+        ge=1,
+        le=MAX_COUNT,
+    )
+    steps: bounded_count(1, MAX_COUNT) | None = param(
+        "Total iterations. Give steps or epochs, not both.", symbol="T", unit="steps", example=100000, default=None
+    )
+    epochs: float | None = param(
+        "Passes over the data, converted to steps = epoch_rounding(epochs·k/b). Give steps or epochs, not both.",
+        symbol="E",
+        unit="passes",
+        example=100,
+        gt=0,
+        le=1e6,
+        default=None,
+    )
+    epoch_rounding: Literal["ceil", "floor"] = param(
+        "How epochs become steps: ceil (counts a final partial pass) or floor.", example="ceil", default="ceil"
+    )
+    stepsize: float = param(
+        "Step size of the SGD step (the paper's λ; not a regularisation weight).",
+        symbol="λ",
+        unit="parameter units per gradient unit",
+        example=1e-5,
+        gt=0,
+        le=1e6,
+    )
+    clip_norm: float = param(
+        "Per-example L2 clipping norm (under clipping='inactive': a bound on every per-example gradient norm along "
+        "both trajectories, condition (18)).",
+        symbol="C",
+        unit="gradient L2-norm units",
+        example=10.0,
+        gt=0,
+        le=1e12,
+    )
+    smoothness: float = param(
+        "Upper curvature constant of every f_i, assumption (A2).",
+        symbol="M",
+        unit="1/parameter units²",
+        example=1.0,
+        ge=0,
+        le=1e12,
+    )
+    weak_convexity: float = param(
+        "Weak-convexity constant of every f_i, assumption (A2); 0 for convex losses.",
+        symbol="m",
+        unit="1/parameter units²",
+        example=0.0,
+        ge=0,
+        le=1e12,
+    )
+    diameter: float | None = param(
+        "Diameter of dom h (bounded domain); enables Theorem 2.2. Omit for an unbounded domain.",
+        symbol="d_h",
+        unit="parameter units",
+        example=1e-4,
+        gt=0,
+        le=1e12,
+        default=None,
+    )
+    clipping: Literal["active", "inactive"] = param(
+        "active (default): clipping may act. inactive: you assert every per-example gradient norm stays ≤ "
+        "clip_norm along both trajectories (condition (18)); enables eq. (19) and Corollary C.3.",
+        example="active",
+        default="active",
+    )
+    noise_multiplier: float | None = param(
+        "Noise multiplier z: per-coordinate noise std σ = stepsize·z·clip_norm/batch_size added to the parameters "
+        "(noise z·C on the summed clipped gradients). Required for privacy accounting (or give noise_std).",
+        symbol="z = bσ/(λC)",
+        unit="multiples of λC/b",
+        example=1.0,
+        ge=NOISE_MULTIPLIER_RANGE[0],
+        le=NOISE_MULTIPLIER_RANGE[1],
+        default=None,
+    )
+    noise_std: float | None = param(
+        "Per-coordinate std of the Gaussian noise added to the parameters (the paper's σ); an alternative to "
+        "noise_multiplier.",
+        symbol="σ",
+        unit="parameter units",
+        example=1e-5,
+        gt=0,
+        le=1e12,
+        default=None,
+    )
+    constant: Literal["printed", "proof"] = param(
+        "Constant of eqs. (17)/(19): printed (4α, as stated; default) or proof (2α with ⌈T/ℓ⌉ − 1 passes, what the "
+        "paper's proof derives).",
+        example="printed",
+        default="printed",
+    )
+    l_lambda_form: Literal["eq13", "kappa4"] = param(
+        "Expression of L_λ: eq13 (eq. 13, default) or kappa4 (the remarks after Prop. 2.1 and App. C; larger).",
+        example="eq13",
+        default="eq13",
+    )
+
+    def check(self) -> list[FieldIssue]:
+        issues = []
+        if (self.steps is None) == (self.epochs is None):
+            issues.append(FieldIssue(("steps",), "give exactly one of steps and epochs", "one of steps, epochs"))
+        if self.dataset_size % self.batch_size:
+            issues.append(
+                FieldIssue(
+                    ("batch_size",),
+                    "must divide dataset_size (Algorithm 1 uses disjoint batches)",
+                    f"a divisor of {self.dataset_size}",
+                    self.batch_size,
+                )
+            )
+        if self.noise_multiplier is not None and self.noise_std is not None:
+            issues.append(
+                FieldIssue(
+                    ("noise_std",),
+                    "give noise_multiplier or noise_std, not both",
+                    "at most one of noise_multiplier, noise_std",
+                )
+            )
+        if self.epochs is not None and self.steps is None and _steps(self)[0] < 1:
+            issues.append(FieldIssue(("epochs",), "gives zero steps", "epochs ≥ batch_size/dataset_size", self.epochs))
+        return issues
+
+    @property
+    def steps_per_pass(self) -> int:
+        return self.dataset_size // self.batch_size
+
+
+def _steps(p: LastIterateParams) -> tuple[int, str]:
+    if p.steps is not None:
+        return p.steps, f"steps as given: {p.steps}"
+    exact = Fraction(repr(p.epochs)) * p.dataset_size / p.batch_size
+    steps = math.ceil(exact) if p.epoch_rounding == "ceil" else math.floor(exact)
+    return steps, (
+        f"steps = {p.epoch_rounding}(epochs·k/b) = {p.epoch_rounding}({p.epochs:g}·{p.dataset_size}/"
+        f"{p.batch_size}) = {steps}"
+    )
+
+
+# -- the paper's quantities ------------------------------------------------------------------------------------------
+
+
+def l_lambda_squared_minus_one(stepsize: float, m: float, M: float, form: str = "eq13") -> float:
+    """L_λ² − 1 (eq. 13: 2λm[1 + m/(2(M+m))]; kappa4: 2λm[1 + m/(M+m)]); 0 for m = 0."""
+    if m == 0.0:
+        return 0.0
+    return 2.0 * stepsize * m * (1.0 + m / ((2.0 if form == "eq13" else 1.0) * (M + m)))
+
+
+def theta(x: float, s: int) -> float:
+    """θ_L(s) with x = L² − 1 (eq. 15): L^{2(s−1)}/Σ_{j<s} L^{2j} = (1 − L^{−2})/(1 − L^{−2s}); no overflow."""
+    if s <= 0:
+        return 0.0
+    if x == 0.0:
+        return 1.0 / s
+    log_l2 = math.log1p(x)
+    return math.expm1(-log_l2) / math.expm1(-s * log_l2)
+
+
+@dataclass(frozen=True)
+class LinearBound:
+    """One bound ε(α) = K·α/z² with its conditions; ``coefficient`` K is None when not applicable."""
+
+    name: str
+    source: str
+    coefficient: float | None
+    conditions: tuple[Assumption, ...]
+    releases: str
+    reason: str | None = None
+
+
+def bounds_for(p: LastIterateParams, steps: int) -> list[LinearBound]:
+    """Every bound of the family for these hyperparameters, as K in ε(α) = K·α/z² (z = noise multiplier)."""
+    lam, C, b, m, M = p.stepsize, p.clip_norm, p.batch_size, p.weak_convexity, p.smoothness
+    ell = p.steps_per_pass
+    passes, uses = steps // ell, -(-steps // ell)
+    x = l_lambda_squared_minus_one(lam, m, M, p.l_lambda_form)
+    clipped_limit = math.inf if M + m == 0 else 1.0 / (2.0 * (M + m))
+    unclipped_limit = math.inf if M + m == 0 else 1.0 / (M + m)
+    inactive = p.clipping == "inactive"
+    small_clipped = Assumption(
+        f"stepsize ≤ 1/(2(M+m)) = {clipped_limit:.6g}", lam <= clipped_limit, f"stepsize = {lam:.6g}"
+    )
+    small_unclipped = Assumption(
+        f"stepsize ≤ 1/(M+m) = {unclipped_limit:.6g}", lam <= unclipped_limit, f"stepsize = {lam:.6g}"
+    )
+    no_clipping = Assumption(
+        "clipping never active along either trajectory (condition (18))",
+        inactive,
+        "asserted by clipping='inactive'" if inactive else "clipping='active'",
+    )
+    printed = p.constant == "printed"
+
+    def thm23(theta_value: float) -> float:
+        return 4.0 * (1.0 + passes * theta_value) if printed else 2.0 * (1.0 + (uses - 1) * theta_value)
+
+    constant_text = "printed 4α" if printed else "proof-level 2α, 1 + (⌈T/ℓ⌉ − 1)θ"
+    out: list[LinearBound] = []
+
+    # Theorem 2.2: in z units, σ = λzC/b ⇒ α/(2σ²)(L d_h + 2λC/b)² = α/(2z²)·(L d_h b/(λC) + 2)²
+    if p.diameter is None:
+        out.append(
+            LinearBound(
+                "Theorem 2.2 (bounded domain)",
+                f"{SOURCE}, Theorem 2.2, eq. (16)",
+                None,
+                (Assumption("dom h bounded with diameter d_h", False, "diameter not given"),),
+                "last iterate",
+                "needs a bounded domain: give diameter",
+            )
+        )
+    else:
+        step_ok, limit = (small_unclipped, unclipped_limit) if inactive else (small_clipped, clipped_limit)
+        factor = math.sqrt(1.0 + x) * (1.0 if inactive else math.sqrt(2.0))
+        k22 = 0.5 * (factor * p.diameter * b / (lam * C) + 2.0) ** 2
+        conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok)
+        label = "L_λ (condition (18))" if inactive else "√2·L_λ (clipping may be active; erratum 3)"
+        out.append(
+            LinearBound(
+                f"Theorem 2.2 (bounded domain, {label})",
+                f"{SOURCE}, Theorem 2.2, eq. (16)",
+                k22 if step_ok.holds else None,
+                conditions,
+                "last iterate",
+                None if step_ok.holds else f"stepsize {lam:.6g} > {limit:.6g}",
+            )
+        )
+
+    k17 = thm23(theta(1.0 + 2.0 * x, ell))
+    out.append(
+        LinearBound(
+            f"Theorem 2.3, eq. (17) (clipping allowed; {constant_text})",
+            f"{SOURCE}, Theorem 2.3, eq. (17)",
+            k17 if small_clipped.holds else None,
+            (small_clipped,),
+            "last iterate",
+            None if small_clipped.holds else f"stepsize {lam:.6g} > 1/(2(M+m)) = {clipped_limit:.6g}",
+        )
+    )
+
+    k19 = thm23(theta(x, ell))
+    ok19 = inactive and small_unclipped.holds
+    reason19 = (
+        None
+        if ok19
+        else (
+            "needs clipping='inactive' (condition (18))"
+            if not inactive
+            else f"stepsize {lam:.6g} > 1/(M+m) = {unclipped_limit:.6g}"
+        )
+    )
+    out.append(
+        LinearBound(
+            f"Theorem 2.3, eq. (19) (no clipping; {constant_text})",
+            f"{SOURCE}, Theorem 2.3, eq. (19)",
+            k19 if ok19 else None,
+            (no_clipping, small_unclipped),
+            "last iterate",
+            reason19,
+        )
+    )
+
+    # Corollary C.3: 4α(C/(bσ))²(1+θ) = 4α(1+θ)/(λz)². Its proof bounds λ²(1 + Eθ) by 1 + θ, which needs λ ≤ 1/√E
+    # and λ ≤ 1; the printed min{1/√E, …} says nothing when E = 0 (T < ℓ), where λ ≤ 1 is still required.
+    e_limit = 1.0 / math.sqrt(max(passes, 1))
+    small_e = Assumption(
+        f"stepsize ≤ 1/√max(E, 1) = {e_limit:.6g}",
+        lam <= e_limit,
+        f"E = {passes}" + ("; for E = 0 the proof still needs stepsize ≤ 1" if passes == 0 else ""),
+    )
+    ok_c3 = inactive and small_clipped.holds and small_e.holds
+    kc3 = 4.0 * (1.0 + theta(x, ell)) / (lam * lam)
+    out.append(
+        LinearBound(
+            "Corollary C.3 (E-independent)",
+            f"{SOURCE}, Corollary C.3",
+            kc3 if ok_c3 else None,
+            (no_clipping, small_clipped, small_e),
+            "last iterate",
+            None if ok_c3 else "; ".join(c.statement for c in (no_clipping, small_clipped, small_e) if not c.holds),
+        )
+    )
+
+    out.append(
+        LinearBound(
+            "Composition of the Gaussian steps (swap adjacency)",
+            "Gaussian mechanism per use of the record, sensitivity 2λC/b (Mironov 2017); not from seed 004",
+            2.0 * uses,
+            (Assumption("none (valid for every configuration)", True),),
+            "every iterate",
+        )
+    )
+    return out
+
+
+def linear_gaussian_exact_rdp(
+    curvature: float,
+    stepsize: float,
+    clip_norm: float,
+    batch_size: int,
+    dataset_size: int,
+    steps: int,
+    noise_multiplier: float,
+) -> float:
+    """Exact RDP coefficient ρ (ε(α) = ρα) of the last iterate on the 1-D linear-Gaussian instance (spec §8.4).
+
+    f_i(x) = (a/2)x² + c_i x, h = 0, no clipping, neighbours differ by |c − c′| = 2C at one slot p. X_T is Gaussian
+    with variance σ²Σ_{j<T}ρ^{2j} (ρ = 1 − λa) and mean shift (2λC/b)Σ_{t uses p} ρ^{T−t}; the exact RDP is
+    α·shift²/(2·variance), maximised over the slot. It has m = max(0, −a), M = max(0, a); every bound must dominate
+    it (the self-check of the tests and of verification jobs).
+    """
+    ell = dataset_size // batch_size
+    sigma = stepsize * noise_multiplier * clip_norm / batch_size
+    contraction = 1.0 - stepsize * curvature
+    t = np.arange(1, steps + 1)
+    weights = contraction ** (steps - t).astype(float)
+    variance = sigma**2 * float(np.sum(contraction ** (2.0 * np.arange(steps))))
+    shifts = np.bincount((t - 1) % ell, weights=weights, minlength=ell)  # Σ over the uses of each slot
+    shift = 2.0 * stepsize * clip_norm / batch_size * float(np.max(np.abs(shifts)))
+    return shift**2 / (2.0 * variance)
+
+
+# -- the family ------------------------------------------------------------------------------------------------------
+
+_TIGHT_REASON = (
+    "the seed-004 bounds control Rényi divergences only (shifted-divergence analysis); converting them through "
+    "privacy-loss distributions or Gaussian DP is unjustified (spec §4), so only the rdp conversion applies"
+)
+_PAPER_REASON = (
+    "seed 004 states Rényi bounds, not (ε, δ): its statements are what the rdp accountant converts; its own "
+    "calibration, Corollary C.2, is reported by /v1/calibrate"
+)
+_UTILITY_REASON = (
+    "seed 004 proves no utility or convergence bound for Algorithm 1; verification jobs measure utility on "
+    "synthetic problems"
+)
+
+
+@register
+class DpSgdLastIterate(AlgorithmFamily):
+    id = "dp-sgd-last-iterate"
+    title = "Cyclic, clipped, last-iterate DP-SGD (nonconvex composite losses)"
+    summary = (
+        "DP-SGD traversing the data in a fixed order in disjoint batches, clipping per-example gradients, taking a "
+        "proximal step, and releasing only the last iterate. Closed-form Rényi bounds of seed 004 (Theorems 2.2, "
+        "2.3, Corollary C.3), minimised with the composition bound, which covers every iterate."
+    )
+    source = f"{SOURCE}: Theorems 2.2 and 2.3, Corollaries C.2 and C.3"
+    params_model = LastIterateParams
+    accountants = ("rdp",)
+    accountant_notes = MappingProxyType({"tight": _TIGHT_REASON, "paper": _PAPER_REASON})
+    noise_fields = ("noise_multiplier", "noise_std")
+    assumptions = (
+        "(A1) h is convex, proper and lower-semicontinuous (handled by the prox step).",
+        "(A2)/(A3) every f_i and its neighbour satisfy −(m/2)‖x−y‖² ≤ f_i(x) − f_i(y) − ⟨∇f_i(y), x−y⟩ ≤ (M/2)‖x−y‖².",
+        "Batches are the fixed cyclic order of Algorithm 1; neighbours swap one record at the same slot.",
+        "Only X_T is released (the composition bound also covers releasing every iterate).",
+    )
+    bounds = (
+        BoundInfo(
+            "Theorem 2.2 (bounded domain)",
+            "privacy",
+            f"{SOURCE}, Theorem 2.2",
+            ("diameter given", "stepsize ≤ 1/(2(M+m)) (√2·L_λ, clipping active) or ≤ 1/(M+m) (L_λ, clipping inactive)"),
+            "rdp",
+        ),
+        BoundInfo("Theorem 2.3, eq. (17)", "privacy", f"{SOURCE}, Theorem 2.3", ("stepsize ≤ 1/(2(M+m))",), "rdp"),
+        BoundInfo(
+            "Theorem 2.3, eq. (19)",
+            "privacy",
+            f"{SOURCE}, Theorem 2.3",
+            ("clipping = inactive (condition 18)", "stepsize ≤ 1/(M+m)"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Corollary C.3",
+            "privacy",
+            f"{SOURCE}, Corollary C.3",
+            ("clipping = inactive", "stepsize ≤ min(1/√E, 1/(2(M+m)))"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Composition (swap adjacency)", "privacy", "Gaussian mechanism per use of the record", ("always",), "rdp"
+        ),
+        BoundInfo(
+            "Corollary C.2 calibration (corrected σ̄, erratum 8)",
+            "privacy",
+            f"{SOURCE}, Corollary C.2",
+            ("clipping = inactive", "m > 0", "stepsize = 1/(2(M+m))", "ℓ ≥ log 2 / log(1 + m/(2(M+m)))"),
+            "paper",
+        ),
+    )
+
+    def privacy(
+        self,
+        params: Mapping[str, Any] | LastIterateParams,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
+    ) -> PrivacyReport:
+        p: LastIterateParams = self.parse(params)
+        self.check_accountant(accountant)
+        d = check.delta("delta", delta)
+        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        z = _noise_multiplier(p)
+        steps, rule = _steps(p)
+        found = bounds_for(p, steps)
+        best = _best(found)
+        rho = best.coefficient / (z * z)  # type: ignore[operator]
+        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
+        if not math.isfinite(epsilon):
+            raise ParameterError.single("noise_multiplier", "is too small for a finite ε bound", "a larger value")
+        results = [
+            AccountantResult("rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha)),
+            AccountantResult("tight", False, reason=_TIGHT_REASON),
+            AccountantResult("paper", False, reason=_PAPER_REASON),
+        ]
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=epsilon,
+            delta=d,
+            accountant="rdp",
+            optimal_order=_order(alpha),
+            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            warnings=tuple(_warnings(p, found, best)),
+            bounds=tuple(_bound_results(found, best, z, d, grid)),
+        )
+
+    def calibrate(
+        self,
+        params: Mapping[str, Any] | LastIterateParams,
+        target_epsilon: float,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+    ) -> CalibrationReport:
+        p: LastIterateParams = self.parse(params)
+        self.check_accountant(accountant)
+        target = check.positive("target_epsilon", target_epsilon)
+        d = check.delta("delta", delta)
+        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        notes = []
+        if p.noise_multiplier is not None or p.noise_std is not None:
+            notes.append("the noise given in params was ignored: calibration computes it")
+            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
+        steps, rule = _steps(p)
+        found = bounds_for(p, steps)
+        best = _best(found)
+        # every bound is K·α/z²: solve the conversion for ρ exactly, then z = √(K/ρ), checked one-sided
+        rho_target = linear_rdp_for_epsilon(target, d)
+        z = math.sqrt(best.coefficient / rho_target)  # type: ignore[operator]
+        while epsilon_for_linear_rdp(best.coefficient / (z * z), d)[0] > target:  # type: ignore[operator]
+            z = math.nextafter(z, math.inf)
+        rho = best.coefficient / (z * z)  # type: ignore[operator]
+        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
+        results = [
+            AccountantResult(
+                "rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha), noise_multiplier=z
+            ),
+            AccountantResult("tight", False, reason=_TIGHT_REASON),
+            AccountantResult("paper", False, reason=_PAPER_REASON),
+        ]
+        return CalibrationReport(
+            algorithm=self.id,
+            target_epsilon=target,
+            delta=d,
+            noise_multiplier=z,
+            noise_std=_sigma(p, z),
+            epsilon=epsilon,
+            accountant="rdp",
+            optimal_order=_order(alpha),
+            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            utility=None,
+            utility_reason=_UTILITY_REASON,
+            paper=corollary_c2(p, steps, alpha, rho * alpha, d),
+            paper_reason=None,
+            calibrated_parameter="noise_multiplier",
+            calibrated_value=z,
+            warnings=tuple(notes + _warnings(p, found, best)),
+            bounds=tuple(_bound_results(found, best, z, d, grid)),
+        )
+
+    def utility(self, params: Mapping[str, Any] | LastIterateParams) -> UtilityReport:
+        self.parse(params)
+        return UtilityReport(self.id, (), _UTILITY_REASON)
+
+
+# -- Corollary C.2 ---------------------------------------------------------------------------------------------------
+
+
+def corollary_c2_ell_bar(m: float, M: float) -> float:
+    """ℓ̄(m) = log 2 / log(1 + m·λ̄), λ̄ = 1/(2(M+m)): Corollary C.2 needs at least this many steps per pass."""
+    return math.log(2.0) / math.log1p(m / (2.0 * (M + m)))
+
+
+def corollary_c2_sigma(alpha: float, epsilon: float, p: LastIterateParams, passes: int) -> tuple[float, float]:
+    """(corrected σ̄, printed σ̄) of Corollary C.2 for a target (α, ε)-RDP, with λ̄ = 1/(2(M+m)) (erratum 8).
+
+    Corrected: σ̄ = (2Cλ̄/b)·√(α(1 + 4mE/(M+m))/ε). Printed: (Cλ̄/(2b))·√((1 + 4mE/(M+m))/(αε)), which yields
+    16α²ε instead of ε."""
+    m, M, C, b = p.weak_convexity, p.smoothness, p.clip_norm, p.batch_size
+    lam = 1.0 / (2.0 * (M + m))
+    factor = 1.0 + 4.0 * m * passes / (M + m)
+    return (2.0 * C * lam / b) * math.sqrt(alpha * factor / epsilon), (C * lam / (2.0 * b)) * math.sqrt(
+        factor / (alpha * epsilon)
+    )
+
+
+def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: float, delta: float) -> PaperCalibration:
+    """The paper's own calibration (Cor. C.2) for the RDP point (α, ε_α) our calibration reaches, and what the rdp
+    accountant certifies at the noise it prescribes (with its stepsize λ̄ = 1/(2(M+m)))."""
+    m, M = p.weak_convexity, p.smoothness
+    source = f"{SOURCE}, Corollary C.2 (corrected σ̄, erratum 8)"
+    if m <= 0.0 or not math.isfinite(alpha):
+        return PaperCalibration(
+            source,
+            None,
+            None,
+            None,
+            None,
+            False,
+            "Corollary C.2 needs m > 0 (ℓ̄ → ∞ as m → 0) and a finite optimal order",
+        )
+    ell, passes = p.steps_per_pass, steps // p.steps_per_pass
+    lam = 1.0 / (2.0 * (M + m))
+    ell_bar = corollary_c2_ell_bar(m, M)
+    sigma, printed = corollary_c2_sigma(alpha, rdp_epsilon, p, passes)
+    z = sigma * p.batch_size / (lam * p.clip_norm)
+    prescribed = p.model_copy(
+        update={"stepsize": lam, "noise_multiplier": z, "noise_std": None, "clipping": "inactive"}
+    )
+    found = bounds_for(prescribed, steps)
+    certified = epsilon_for_linear_rdp(_best(found).coefficient / (z * z), delta)[0]  # type: ignore[operator]
+    valid = p.clipping == "inactive" and ell >= ell_bar
+    conditions = [
+        f"stepsize λ̄ = 1/(2(M+m)) = {lam:.6g} (yours: {p.stepsize:.6g})",
+        f"ℓ = {ell} ≥ ℓ̄ = {ell_bar:.6g}: {'yes' if ell >= ell_bar else 'no'}",
+        f"clipping inactive: {'yes' if p.clipping == 'inactive' else 'no'}",
+    ]
+    # what the paper claims: the single RDP point (α, ε_α) converted at δ (this is the target ε)
+    claimed = rdp_epsilon + math.log1p(-1.0 / alpha) - (math.log(delta) + math.log(alpha)) / (alpha - 1.0)
+    note = (
+        f"for the target ({alpha:.6g}, {rdp_epsilon:.6g})-RDP: σ̄ = {sigma:.6g} (noise multiplier {z:.6g}); the "
+        f"printed σ̄ = {printed:.6g} would give 16α²ε = {16 * alpha**2 * rdp_epsilon:.6g}, not ε. "
+        + "; ".join(conditions)
+    )
+    return PaperCalibration(source, z, claimed, certified, "rdp", valid, note)
+
+
+# -- presentation ----------------------------------------------------------------------------------------------------
+
+_METHOD = (
+    "minimum over the applicable seed-004 bounds and composition (all linear in α), converted exactly with the "
+    "improved conversion (Balle et al. 2020, Thm. 21) over real α"
+)
+
+
+def _best(found: list[LinearBound]) -> LinearBound:
+    return min((b for b in found if b.coefficient is not None), key=lambda b: b.coefficient)  # type: ignore[arg-type, return-value]
+
+
+def _order(alpha: float) -> float | None:
+    return alpha if math.isfinite(alpha) else None
+
+
+def _sigma(p: LastIterateParams, z: float) -> float:
+    return p.stepsize * z * p.clip_norm / p.batch_size
+
+
+def _noise_multiplier(p: LastIterateParams) -> float:
+    return resolve_noise_multiplier(p.noise_multiplier, p.noise_std, p.stepsize * p.clip_norm / p.batch_size)
+
+
+def _noise(p: LastIterateParams, z: float) -> Noise:
+    unit = p.stepsize * p.clip_norm / p.batch_size
+    return Noise(
+        noise_multiplier=z,
+        noise_std=z * unit,
+        sensitivity=unit,
+        sensitivity_rule=(
+            "noise_multiplier is relative to λC/b (one clipped gradient's share of a step): σ = stepsize·z·C/b; "
+            f"the swap sensitivity of a step is 2λC/b = {2 * unit:.6g}"
+        ),
+        units="noise_std is per coordinate, in parameter units (added to the iterate, not to the gradient)",
+    )
+
+
+def _conventions(p: LastIterateParams, steps: int, rule: str) -> Conventions:
+    ell = p.steps_per_pass
+    return Conventions(
+        neighbouring="replace-one",
+        steps=steps,
+        step_rule=f"{rule}; ℓ = k/b = {ell} steps per pass, E = ⌊T/ℓ⌋ = {steps // ell} complete passes, a record "
+        f"is used at most ⌈T/ℓ⌉ = {-(-steps // ell)} times",
+        sampling="cyclic: disjoint batches in a fixed order, no sampling",
+        noise_multiplier_definition="noise_multiplier z = bσ/(λC): σ = λ·z·C/b per coordinate on the parameters",
+        released="last iterate only (composition, where it wins, also covers every iterate)",
+    )
+
+
+def _bound_results(
+    found: list[LinearBound], best: LinearBound, z: float, delta: float, grid: np.ndarray
+) -> list[BoundResult]:
+    out = []
+    for bound in found:
+        if bound.coefficient is None:
+            out.append(
+                BoundResult(
+                    bound.name, bound.source, False, bound.reason, bound.conditions, None, None, False, bound.releases
+                )
+            )
+            continue
+        rho = bound.coefficient / (z * z)
+        out.append(
+            BoundResult(
+                bound.name,
+                bound.source,
+                True,
+                None,
+                bound.conditions,
+                tuple((rho * grid).tolist()),
+                epsilon_for_linear_rdp(rho, delta)[0],
+                bound is best,
+                bound.releases,
+            )
+        )
+    return out
+
+
+def _warnings(p: LastIterateParams, found: list[LinearBound], best: LinearBound) -> list[str]:
+    notes = []
+    composition = found[-1]
+    last_iterate = [b for b in found[:-1] if b.coefficient is not None]
+    if best is composition:
+        if not last_iterate:
+            reasons = "; ".join(f"{b.name}: {b.reason}" for b in found[:-1])
+            notes.append(
+                f"no last-iterate bound applies ({reasons}): the answer is the composition bound, which "
+                "accounts for releasing every iterate"
+            )
+        else:
+            ratio = min(b.coefficient for b in last_iterate) / composition.coefficient  # type: ignore[operator]
+            notes.append(
+                f"the last-iterate bounds lose to composition here (best one is {ratio:.3g}× composition): "
+                "the answer is the composition bound, which also covers releasing every iterate"
+            )
+        if p.clipping == "active" and p.constant == "printed":
+            notes.append(
+                "with clipping possibly active, Theorem 2.3's printed bound (17) is at least "
+                "4α(1 + E/2)/z² because θ_{√2·L_λ} ≥ 1/2, so it never beats composition's 2α⌈T/ℓ⌉/z²; "
+                "clipping='inactive' (if condition (18) holds) or constant='proof' can"
+            )
+    if p.clipping == "inactive":
+        notes.append(
+            "clipping='inactive' asserts condition (18): every per-example gradient norm stays ≤ clip_norm "
+            "along both trajectories; dpcal cannot check it"
+        )
+    if p.diameter is not None and p.clipping == "active":
+        notes.append(
+            "Theorem 2.2 is used with √2·L_λ (erratum 3): the printed L_λ is not supported when clipping may be active"
+        )
+    return notes
