@@ -11,13 +11,16 @@ import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .errors import ParameterError, UnknownAlgorithmError, UnsupportedAccountantError
 from .params import ParamsModel, parse_params
 from .reports import CalibrationReport, PrivacyReport, UtilityReport
+
+if TYPE_CHECKING:
+    from .verification import Simulator
 
 ACCOUNTANT_NAMES: tuple[str, ...] = ("best", "rdp", "tight", "paper")
 """``best``: the minimum over the valid accountants; ``rdp``: Rényi curve + improved conversion; ``tight``: numerically
@@ -51,6 +54,8 @@ class AlgorithmFamily(ABC):
     assumptions: ClassVar[tuple[str, ...]] = ()
     bounds: ClassVar[tuple[BoundInfo, ...]] = ()
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
+    simulator: ClassVar[Simulator | None] = None
+    """Runs the algorithm on synthetic problems for verification jobs (None: the algorithm has no simulator)."""
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`, ignored by :meth:`calibrate`."""
 
@@ -109,6 +114,9 @@ class AlgorithmFamily(ABC):
             "parameters": self.params_model.model_json_schema(),
             "assumptions": list(self.assumptions),
             "bounds": [b.__dict__ | {"conditions": list(b.conditions)} for b in self.bounds],
+            "verification": None
+            if self.simulator is None
+            else {"checks": list(self.simulator.checks), "problem": self.simulator.problem_model.model_json_schema()},
         }
 
 

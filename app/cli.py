@@ -6,11 +6,13 @@
     dpcal privacy dp-sgd --params '{"dataset_size": 60000, "batch_size": 256, "steps": 14063, "noise_multiplier": 1}' \
         --delta 1e-5
     dpcal utility ALGORITHM -p ...
+    dpcal verify dp-sgd-last-iterate -p ... --delta 1e-5 --trials 20000    a verification job, with a progress bar
     dpcal openapi [-o openapi/openapi.json]      write the OpenAPI document
 
 Requests run in-process by default (through the same HTTP application, so answers are identical), or against a
 running server with ``--url``. Output is a readable summary, or the JSON answer with ``--json``.
-Exit status: 0 on success, 2 when the service rejects the input (the problem is printed), 1 when it is unreachable.
+Exit status: 0 on success, 2 when the service rejects the input (the problem is printed), 1 when it is unreachable
+(or, for verify, when the job fails or is cancelled).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "openapi":
         return _openapi(args)
     try:
-        answer = asyncio.run(_request(args))
+        answer = asyncio.run(_verify(args) if args.command == "verify" else _request(args))
     except DpcalProblem as problem:
         print(problem, file=sys.stderr)
         return 2
@@ -50,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_plain(answer), indent=2))
     else:
         print(_summary(args.command, answer))
-    return 0
+    return 1 if args.command == "verify" and answer.status != "succeeded" else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,6 +102,17 @@ def _parser() -> argparse.ArgumentParser:
         if name == "privacy":
             command.add_argument("--no-refine", action="store_true", help="grid orders only (as dp_accounting)")
         common(command)
+
+    verify = commands.add_parser("verify", help="run a verification job (simulated runs: utility and privacy audit)")
+    hyperparameters(verify)
+    verify.add_argument("--delta", type=float, required=True)
+    verify.add_argument("--target-epsilon", type=float, help="calibrate the noise for this ε first")
+    verify.add_argument("--checks", default="utility,privacy-audit", help="comma-separated: utility, privacy-audit")
+    verify.add_argument("--trials", type=int, default=1000)
+    verify.add_argument("--seed", type=int, default=0)
+    verify.add_argument("--problem", help="synthetic-problem settings as a JSON object")
+    verify.add_argument("--idempotency-key", help="resubmitting with the same key returns the same job")
+    common(verify)
     return parser
 
 
@@ -165,6 +178,51 @@ async def _request(args: argparse.Namespace) -> Any:
         return await client.utility(args.algorithm, params)
 
 
+async def _verify(args: argparse.Namespace) -> Any:
+    """Submit a job and poll it with a progress bar (on standard error) until it finishes."""
+    problem = json.loads(args.problem) if args.problem else None
+    fields = {
+        "target_epsilon": args.target_epsilon,
+        "checks": [c.strip() for c in args.checks.split(",")],
+        "trials": args.trials,
+        "seed": args.seed,
+        "problem": problem,
+    }
+    if args.url:
+        async with AsyncDpcalClient(args.url) as client:
+            job = await client.submit_job(
+                args.algorithm, _params(args), args.delta, idempotency_key=args.idempotency_key, **fields
+            )
+            return await client.wait_job(job.id, progress=None if args.json else _progress_bar)
+    import dataclasses
+    import tempfile
+
+    from .main import create_app
+    from .settings import Settings
+
+    with tempfile.TemporaryDirectory() as folder:
+        app = create_app(dataclasses.replace(Settings.from_env(), jobs_db=f"{folder}/jobs.sqlite3"))
+        try:
+            async with AsyncDpcalClient("http://dpcal.in-process", transport=httpx.ASGITransport(app=app)) as client:
+                job = await client.submit_job(args.algorithm, _params(args), args.delta, **fields)
+                return await client.wait_job(job.id, interval=0.2, progress=None if args.json else _progress_bar)
+        finally:
+            if getattr(app.state, "jobs", None) is not None:
+                app.state.jobs.stop()
+
+
+def _progress_bar(job: Any) -> None:
+    done, total = job.progress.completed, max(job.progress.total, 1)
+    filled = int(30 * done / total)
+    end = "\n" if job.status in ("succeeded", "failed", "cancelled") else ""
+    print(
+        f"\r{job.status:9} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} trials",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _plain(answer: Any) -> Any:
     if isinstance(answer, BaseModel):
         return answer.model_dump(mode="json")
@@ -174,6 +232,8 @@ def _plain(answer: Any) -> Any:
 
 
 def _summary(command: str, answer: Any) -> str:
+    if command == "verify":
+        return _job_summary(answer)
     if command == "algorithms":
         if isinstance(answer, list):
             return "\n".join(f"{a.id:28} {a.title}  [{', '.join(a.accountants)}]" for a in answer)
@@ -211,6 +271,33 @@ def _summary(command: str, answer: Any) -> str:
             + (f"ε = {a.epsilon:.6g} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
         )
     lines += [f"  warning: {w}" for w in answer.warnings]
+    return "\n".join(lines)
+
+
+def _job_summary(job: Any) -> str:
+    lines = [f"job {job.id}: {job.status} ({job.progress.completed}/{job.progress.total} trials)"]
+    if job.error is not None:
+        lines.append(f"  error: {job.error.detail}")
+    result = job.result
+    if result is not None and result.utility is not None:
+        u = result.utility
+        m = u.measured
+        predicted = (
+            ""
+            if u.predicted_bound is None
+            else (f"; predicted {u.predicted_bound:.6g} ({'within' if u.within_bound else 'NOT within'} the bound)")
+        )
+        lines.append(
+            f"  utility: {u.measure} = {m['mean']:.6g} ± {m['standard_error']:.2g} "
+            f"[{m['ci95_low']:.6g}, {m['ci95_high']:.6g}]{predicted}"
+        )
+    if result is not None and result.privacy_audit is not None:
+        a = result.privacy_audit
+        exact = "" if a.epsilon_exact is None else f" ≤ exact {a.epsilon_exact:.6g}"
+        lines.append(
+            f"  privacy audit: ε ≥ {a.epsilon_lower_bound:.6g} (95 %){exact} ≤ accounted "
+            f"{a.epsilon_accounted:.6g} ({a.accountant}): {'consistent' if a.consistent else 'INCONSISTENT'}"
+        )
     return "\n".join(lines)
 
 

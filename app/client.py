@@ -12,7 +12,9 @@ which carries the RFC 9457 problem details, including each offending field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -23,6 +25,7 @@ from .schemas import (
     AlgorithmSummary,
     CalibrationResponse,
     Health,
+    JobOut,
     PrivacyResponse,
     Problem,
     ProblemField,
@@ -57,6 +60,9 @@ def _decode(response: httpx.Response, kind: Any) -> Any:
             type="about:blank", title=response.reason_phrase, status=response.status_code, detail=response.text[:500]
         )
     raise DpcalProblem(response.status_code, problem)
+
+
+FINISHED = ("succeeded", "failed", "cancelled")
 
 
 def _body(algorithm: str, params: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
@@ -128,6 +134,47 @@ class DpcalClient:
     def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
         return _decode(self._http.post("/v1/utility", json=_body(algorithm, params)), UtilityResponse)
 
+    def submit_job(
+        self,
+        algorithm: str,
+        params: Mapping[str, Any],
+        delta: float,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> JobOut:
+        """POST /v1/jobs; ``fields``: target_epsilon, checks, trials, seed, problem."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return _decode(
+            self._http.post("/v1/jobs", json=_body(algorithm, params, delta=delta, **fields), headers=headers), JobOut
+        )
+
+    def job(self, job_id: str) -> JobOut:
+        return _decode(self._http.get(f"/v1/jobs/{job_id}"), JobOut)
+
+    def cancel_job(self, job_id: str) -> JobOut:
+        return _decode(self._http.delete(f"/v1/jobs/{job_id}"), JobOut)
+
+    def wait_job(
+        self,
+        job_id: str,
+        *,
+        interval: float = 0.5,
+        timeout: float = 3600.0,
+        progress: Callable[[JobOut], None] | None = None,
+    ) -> JobOut:
+        """Poll until the job finishes (``progress`` sees each state); TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.job(job_id)
+            if progress is not None:
+                progress(state)
+            if state.status in FINISHED:
+                return state
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} still {state.status} after {timeout:g} s")
+            time.sleep(interval)
+
 
 class AsyncDpcalClient:
     """Asynchronous client, same methods as :class:`DpcalClient`, awaitable."""
@@ -185,6 +232,46 @@ class AsyncDpcalClient:
 
     async def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
         return _decode(await self._http.post("/v1/utility", json=_body(algorithm, params)), UtilityResponse)
+
+    async def submit_job(
+        self,
+        algorithm: str,
+        params: Mapping[str, Any],
+        delta: float,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> JobOut:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return _decode(
+            await self._http.post("/v1/jobs", json=_body(algorithm, params, delta=delta, **fields), headers=headers),
+            JobOut,
+        )
+
+    async def job(self, job_id: str) -> JobOut:
+        return _decode(await self._http.get(f"/v1/jobs/{job_id}"), JobOut)
+
+    async def cancel_job(self, job_id: str) -> JobOut:
+        return _decode(await self._http.delete(f"/v1/jobs/{job_id}"), JobOut)
+
+    async def wait_job(
+        self,
+        job_id: str,
+        *,
+        interval: float = 0.5,
+        timeout: float = 3600.0,
+        progress: Callable[[JobOut], None] | None = None,
+    ) -> JobOut:
+        deadline = time.monotonic() + timeout
+        while True:
+            state = await self.job(job_id)
+            if progress is not None:
+                progress(state)
+            if state.status in FINISHED:
+                return state
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} still {state.status} after {timeout:g} s")
+            await asyncio.sleep(interval)
 
 
 __all__ = ["DEFAULT_URL", "AsyncDpcalClient", "DpcalClient", "DpcalProblem"]

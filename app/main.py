@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
 
 from . import __version__, api, docs, problems
+from .jobs.manager import JobManager
 from .schemas import Health
 from .settings import Settings
 
@@ -17,7 +20,9 @@ Privacy accounting and noise calibration for differentially private machine lear
   rests on;
 * `POST /v1/privacy` — ε at δ for given hyperparameters and noise, from every applicable accountant;
 * `POST /v1/utility` — predicted utility bounds with their theorems;
-* `GET /v1/algorithms` — what is supported, with each algorithm's parameters documented.
+* `GET /v1/algorithms` — what is supported, with each algorithm's parameters documented;
+* `POST /v1/jobs` — a verification job: the algorithm simulated on a synthetic problem, its utility measured and its
+  privacy audited (an empirical lower bound on ε) against the predictions.
 
 Every answer names its conventions: the accountant, the neighbouring relation, the sensitivity, the noise in both units
 and the step count. Errors are RFC 9457 problem details naming each offending field.
@@ -26,7 +31,29 @@ and the step count. Errors are RFC 9457 problem details naming each offending fi
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
+    lock = threading.Lock()
+
+    def manager_of(request: Request) -> JobManager:
+        """The job manager, started with the app (or on first use where the host skips lifespan events)."""
+        state = request.app.state
+        with lock:
+            if getattr(state, "jobs", None) is None:
+                state.jobs = JobManager(settings)
+                state.jobs.start()
+            return state.jobs
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with lock:
+            app.state.jobs = JobManager(settings)
+            app.state.jobs.start()
+        yield
+        with lock:
+            app.state.jobs.stop()
+            app.state.jobs = None
+
     app = FastAPI(
+        lifespan=lifespan,
         title="dpcal",
         version=__version__,
         description=DESCRIPTION,
@@ -39,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app, {path: body.variants for path, body in bodies.items()})
     docs.install(app)
     app.include_router(api.build_router(bodies))
+    app.include_router(api.build_jobs_router(bodies["/v1/jobs"], manager_of))
 
     @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness")
     def healthz() -> Health:

@@ -37,9 +37,18 @@ def problem_type(slug: str) -> str:
 class ApiProblem(Exception):
     """An error to answer with problem details."""
 
-    def __init__(self, status: int, slug: str, title: str, detail: str, **extensions: Any) -> None:
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        title: str,
+        detail: str,
+        headers: Mapping[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
         super().__init__(detail)
         self.status, self.slug, self.title, self.detail, self.extensions = status, slug, title, detail, extensions
+        self.headers = dict(headers or {})
 
 
 def problem_response(request: Request, problem: ApiProblem, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -95,7 +104,7 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
 
     @app.exception_handler(ApiProblem)
     async def _api_problem(request: Request, exc: ApiProblem) -> JSONResponse:
-        return problem_response(request, exc)
+        return problem_response(request, exc, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

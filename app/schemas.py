@@ -7,6 +7,7 @@ documented request schema with no edit here. Response bodies mirror :mod:`accoun
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from operator import or_
 from typing import Annotated, Any, Literal
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from accountants import registry
 from accountants.registry import AlgorithmFamily
+from accountants.verification import VerificationResult
 
 AccountantName = Literal["best", "rdp", "tight", "paper"]
 
@@ -73,10 +75,14 @@ def _variant(family: AlgorithmFamily, kind: str, fields: dict[str, Any]) -> type
 
 
 class RequestBody:
-    """One endpoint's request body: a model per algorithm, joined into a union discriminated by ``algorithm``."""
+    """One endpoint's request body: a model per algorithm, joined into a union discriminated by ``algorithm``.
 
-    def __init__(self, kind: str, fields: dict[str, Any]) -> None:
-        self.variants: dict[str, type[Strict]] = {f.id: _variant(f, kind, fields) for f in registry.families()}
+    ``fields`` are the fields besides algorithm and params, or a function giving them for a family."""
+
+    def __init__(self, kind: str, fields: dict[str, Any] | Callable[[AlgorithmFamily], dict[str, Any]]) -> None:
+        self.variants: dict[str, type[Strict]] = {
+            f.id: _variant(f, kind, fields(f) if callable(fields) else fields) for f in registry.families()
+        }
         models = list(self.variants.values())
         self.annotation: Any = (
             models[0] if len(models) == 1 else Annotated[reduce(or_, models), Field(discriminator="algorithm")]
@@ -112,6 +118,65 @@ CALIBRATE_FIELDS: dict[str, Any] = {
     "orders": (Orders, None),
 }
 UTILITY_FIELDS: dict[str, Any] = {}
+
+JobCheck = Literal["utility", "privacy-audit"]
+
+
+def job_fields(family: AlgorithmFamily) -> dict[str, Any]:
+    """Fields of a verification-job request; ``problem`` is the family simulator's problem model."""
+    problem_model: Any = family.simulator.problem_model if family.simulator is not None else dict[str, Any]
+    return {
+        "delta": PRIVACY_FIELDS["delta"],
+        "target_epsilon": (
+            float | None,
+            Field(
+                None,
+                gt=0,
+                le=1e4,
+                examples=[1.0],
+                description="Calibrate the noise for this ε at δ first (the noise in params is then ignored); "
+                "without it, params must carry the noise.",
+            ),
+        ),
+        "checks": (
+            list[JobCheck],
+            Field(
+                ["utility", "privacy-audit"],
+                min_length=1,
+                max_length=2,
+                examples=[["utility", "privacy-audit"]],
+                description="utility: measured against the predicted bound; privacy-audit: an empirical lower "
+                "bound on ε from a membership test on neighbouring datasets.",
+            ),
+        ),
+        "trials": (
+            int,
+            Field(
+                1000,
+                ge=2,
+                examples=[1000],
+                description="Trials; each runs the algorithm once on D and once on its neighbour D′. At most "
+                "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated work at most DPCAL_JOB_MAX_WORK.",
+            ),
+        ),
+        "seed": (
+            int,
+            Field(
+                0,
+                ge=0,
+                le=2**63 - 1,
+                examples=[0],
+                description="Seed of every random stream: the result depends on it and the request only.",
+            ),
+        ),
+        "problem": (
+            problem_model | None,
+            Field(None, description="Settings of the synthetic problem (defaults for every one).", examples=[{}]),
+        ),
+    }
+
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 # -- responses ------------------------------------------------------------------------------------------------------
@@ -338,4 +403,53 @@ class Problem(BaseModel):
     )
     supported: list[str] | None = Field(
         None, description="Accountants that apply (for an unsupported accountant).", examples=[["best", "rdp"]]
+    )
+
+
+class Progress(BaseModel):
+    completed: int = Field(description="Trials finished.", examples=[512])
+    total: int = Field(description="Trials in the job.", examples=[1000])
+
+
+class JobAccounting(BaseModel):
+    """What the job simulates and what was predicted before the first trial."""
+
+    noise_multiplier: float | None = Field(
+        description="Noise multiplier simulated (calibrated first when the job gave a target ε).", examples=[2.0]
+    )
+    epsilon_accounted: float = Field(description="ε the accountant certifies at δ.", examples=[9.01])
+    accountant: str = Field(description="The accountant that certified it.", examples=["rdp"])
+    epsilon_exact: float | None = Field(
+        description="Exact ε of the simulated mechanism, where closed-form.", examples=[2.75]
+    )
+    predicted_bound: float | None = Field(description="Predicted utility (null where none).", examples=[0.0264])
+    problem: dict[str, Any] = Field(
+        description="The synthetic problem, every setting resolved.", examples=[{"kind": "linear-gaussian"}]
+    )
+
+
+class JobOut(BaseModel):
+    id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
+    status: JobStatus = Field(description="queued, running, succeeded, failed or cancelled.", examples=["queued"])
+    progress: Progress = Field(description="Trials finished so far (written after every chunk).")
+    created_at: str = Field(
+        description="When the job was accepted (UTC, ISO 8601).", examples=["2026-11-22T10:00:00.000000Z"]
+    )
+    started_at: str | None = Field(description="When it first started running.", examples=[None])
+    updated_at: str = Field(description="Last change.", examples=["2026-11-22T10:00:00.000000Z"])
+    finished_at: str | None = Field(description="When it reached a final status.", examples=[None])
+    attempts: int = Field(description="How many times it was started (a crashed run is restarted).", examples=[1])
+    cancel_requested: bool = Field(
+        description="Cancellation was requested (a running job stops between chunks).", examples=[False]
+    )
+    request: dict[str, Any] = Field(description="The request, as validated.", examples=[{"algorithm": "dp-sgd"}])
+    accounting: JobAccounting = Field(description="Accounted and exact ε, predicted utility, the problem.")
+    result: VerificationResult | None = Field(description="The result, once succeeded.")
+    error: Problem | None = Field(description="Problem details, once failed.")
+
+
+class JobList(BaseModel):
+    jobs: list[JobOut] = Field(description="Jobs, newest first.")
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page (null on the last page).", examples=[None]
     )

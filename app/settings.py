@@ -7,6 +7,15 @@ variable                   default       meaning
 ``DPCAL_PORT``             8000          port ``dpcal serve`` listens on
 ``DPCAL_LOG_LEVEL``        info          uvicorn log level (critical, error, warning, info, debug)
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
+``DPCAL_JOBS_DB``          dpcal-jobs.sqlite3  the verification-job database (created on first start)
+``DPCAL_JOB_WORKERS``      CPU count     worker processes running verification trials
+``DPCAL_JOB_MAX_TRIALS``   200000        trials allowed per job (more: 422)
+``DPCAL_JOB_MAX_WORK``     2e8           estimated operations allowed per job (more: 422)
+``DPCAL_JOB_MAX_QUEUED``   32            queued jobs allowed (more: 429 with Retry-After)
+``DPCAL_JOB_TIME_LIMIT``   900           seconds a job may run (then it fails: timed out)
+``DPCAL_JOB_MAX_ATTEMPTS`` 3             starts of a job whose process dies before it fails
+``DPCAL_JOB_CHUNK_BLOCKS`` 16            blocks of 64 trials per chunk (progress, cancellation)
+``DPCAL_JOB_LEASE_SECONDS`` 30           a running job not heard of for this long is recovered
 =========================  ============  =====================================================
 """
 
@@ -30,6 +39,15 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     max_body_bytes: int = 1_000_000
+    jobs_db: str = "dpcal-jobs.sqlite3"
+    job_workers: int = max(1, os.cpu_count() or 1)
+    job_max_trials: int = 200_000
+    job_max_work: float = 2e8
+    job_max_queued: int = 32
+    job_time_limit: float = 900.0
+    job_max_attempts: int = 3
+    job_chunk_blocks: int = 16
+    job_lease_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -46,6 +64,24 @@ class Settings:
             values["log_level"] = level
         if f"{PREFIX}MAX_BODY_BYTES" in env:
             values["max_body_bytes"] = _integer(env, "MAX_BODY_BYTES", 1024, 100_000_000)
+        if f"{PREFIX}JOBS_DB" in env:
+            values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
+        for name, lo, hi in (
+            ("JOB_WORKERS", 1, 256),
+            ("JOB_MAX_TRIALS", 2, 10**7),
+            ("JOB_MAX_QUEUED", 1, 10**6),
+            ("JOB_MAX_ATTEMPTS", 1, 100),
+            ("JOB_CHUNK_BLOCKS", 1, 10**4),
+        ):
+            if f"{PREFIX}{name}" in env:
+                values[name.lower()] = _integer(env, name, lo, hi)
+        for name, lo, hi in (
+            ("JOB_MAX_WORK", 1e3, 1e15),
+            ("JOB_TIME_LIMIT", 0.1, 1e6),
+            ("JOB_LEASE_SECONDS", 1.0, 1e5),
+        ):
+            if f"{PREFIX}{name}" in env:
+                values[name.lower()] = _real(env, name, lo, hi)
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -57,4 +93,15 @@ def _integer(env: Mapping[str, str], name: str, lo: int, hi: int) -> int:
         raise SettingsError(f"{PREFIX}{name} must be an integer in [{lo}, {hi}], got {raw!r}") from None
     if not lo <= value <= hi:
         raise SettingsError(f"{PREFIX}{name} must be an integer in [{lo}, {hi}], got {value}")
+    return value
+
+
+def _real(env: Mapping[str, str], name: str, lo: float, hi: float) -> float:
+    raw = env[f"{PREFIX}{name}"]
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{PREFIX}{name} must be a number in [{lo:g}, {hi:g}], got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise SettingsError(f"{PREFIX}{name} must be a number in [{lo:g}, {hi:g}], got {value}")
     return value

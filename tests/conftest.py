@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +24,21 @@ def free_port() -> int:
 
 
 def start_server(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """A dpcal server on a free loopback port; its job database is a fresh temporary file unless env names one."""
     port = free_port()
+    database = env.get("DPCAL_JOBS_DB") if env else None
+    if database is None:
+        database = os.path.join(tempfile.mkdtemp(prefix="dpcal-test-"), "jobs.sqlite3")
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
-        env={**os.environ, "DPCAL_LOG_LEVEL": "warning", **(env or {})},
+        env={
+            **os.environ,
+            "DPCAL_LOG_LEVEL": "warning",
+            "DPCAL_JOB_WORKERS": "2",
+            **(env or {}),
+            "DPCAL_JOBS_DB": database,
+        },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -45,15 +56,20 @@ def start_server(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[by
     raise RuntimeError("server did not start within 60 s")
 
 
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[str]:
     process, url = start_server()
     yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    stop_server(process)
 
 
 @pytest.fixture

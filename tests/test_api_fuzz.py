@@ -4,6 +4,8 @@ Positive cases (valid per the schema) and negative ones (invalid per the schema)
 answer conforms to the documented schema, status and content type, and schema-invalid input is rejected with 4xx.
 """
 
+import tempfile
+
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
@@ -15,8 +17,19 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from app.main import app
+from app.main import create_app
+from app.settings import Settings
 
+# jobs submitted by the fuzzer run for real: a private database and small limits keep them short
+app = create_app(
+    Settings(
+        jobs_db=f"{tempfile.mkdtemp(prefix='dpcal-fuzz-')}/jobs.sqlite3",
+        job_workers=1,
+        job_max_trials=512,
+        job_max_work=2e6,
+        job_max_queued=1000,
+    )
+)
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 

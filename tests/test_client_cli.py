@@ -127,3 +127,104 @@ def test_cli_openapi_matches_file(tmp_path):
     target = tmp_path / "openapi.json"
     assert dpcal("openapi", "-o", str(target)).returncode == 0
     assert target.read_text() == (ROOT / "openapi" / "openapi.json").read_text()
+
+
+LAST = {
+    "dataset_size": 20,
+    "batch_size": 2,
+    "steps": 50,
+    "stepsize": 0.1,
+    "clip_norm": 1.0,
+    "smoothness": 1.0,
+    "weak_convexity": 0.0,
+    "clipping": "inactive",
+    "noise_multiplier": 2.0,
+}
+
+
+def test_client_jobs(live_server):
+    with DpcalClient(live_server) as client:
+        job = client.submit_job("dp-sgd-last-iterate", LAST, 1e-5, trials=1000, seed=4, idempotency_key="client-1")
+        assert (
+            client.submit_job("dp-sgd-last-iterate", LAST, 1e-5, trials=1000, seed=4, idempotency_key="client-1").id
+            == job.id
+        )
+        seen = []
+        done = client.wait_job(job.id, interval=0.05, progress=seen.append)
+        assert done.status == "succeeded" and seen[-1].status == "succeeded"
+        assert done.result.privacy_audit.consistent
+        with pytest.raises(DpcalProblem) as info:
+            client.cancel_job(job.id)
+        assert info.value.status == 409
+
+
+@pytest.mark.parametrize("remote", [True, False], ids=["--url", "in-process"])
+def test_cli_verify(live_server, remote):
+    url = ["--url", live_server] if remote else []
+    result = dpcal(
+        "verify",
+        "dp-sgd-last-iterate",
+        "--params",
+        json.dumps(LAST),
+        "--delta",
+        "1e-5",
+        "--trials",
+        "2000",
+        "--seed",
+        "7",
+        *url,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "succeeded" in result.stdout and "consistent" in result.stdout and "within the bound" in result.stdout
+    assert "2000/2000 trials" in result.stderr  # the progress bar
+    as_json = dpcal(
+        "verify",
+        "dp-sgd-last-iterate",
+        "--params",
+        json.dumps(LAST),
+        "--delta",
+        "1e-5",
+        "--trials",
+        "2000",
+        "--seed",
+        "7",
+        "--json",
+        *url,
+    )
+    body = json.loads(as_json.stdout)
+    assert body["status"] == "succeeded" and body["result"]["seed"] == 7
+
+
+def test_cli_verify_same_answer_in_process_and_remote(live_server):
+    args = (
+        "verify",
+        "dp-sgd",
+        "--params",
+        json.dumps({"dataset_size": 100, "batch_size": 100, "steps": 3, "noise_multiplier": 1.0}),
+        "--delta",
+        "1e-5",
+        "--checks",
+        "privacy-audit",
+        "--trials",
+        "3000",
+        "--seed",
+        "2",
+        "--json",
+    )
+    remote = json.loads(dpcal(*args, "--url", live_server).stdout)["result"]
+    local = json.loads(dpcal(*args).stdout)["result"]
+    assert remote == local
+
+
+def test_cli_verify_rejected_input_is_exit_status_2(live_server):
+    result = dpcal(
+        "verify",
+        "dp-sgd-last-iterate",
+        "--params",
+        json.dumps(LAST | {"batch_size": 3}),
+        "--delta",
+        "1e-5",
+        "--url",
+        live_server,
+    )
+    assert result.returncode == 2 and "params.batch_size" in result.stderr

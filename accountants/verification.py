@@ -1,0 +1,321 @@
+"""Verification by simulation: the interface family simulators implement, and the statistics of a verification run.
+
+A verification job runs an algorithm many times on a small synthetic problem and reports
+
+* the **utility** it reaches (mean, standard error, 95 % interval) against the predicted bound, and
+* an **empirical lower bound on ε** from a membership test on neighbouring datasets: each trial runs the mechanism once
+  on D (with the distinguishing record) and once on D′, and scores both outputs. The threshold of the test is chosen on
+  the even-numbered trials and evaluated on the odd ones with one-sided Clopper–Pearson bounds (95 % overall, split
+  between the two error rates), so ε_lower is a valid 95 % lower bound on the ε of the mechanism simulated.
+
+Randomness: trials come in fixed blocks of :data:`BLOCK_TRIALS`; block i draws from ``SeedSequence(seed).spawn(…)[i]``
+(constructed directly as ``SeedSequence(seed, spawn_key=(i,))``). A block is the unit of randomness, so results depend
+on the seed and the parameters only, not on how blocks are grouped into execution chunks or which worker runs them.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, Field
+from scipy import stats
+
+from .errors import FieldIssue, ParameterError
+from .params import ParamsModel, parse_params
+
+BLOCK_TRIALS = 64
+CHECKS = ("utility", "privacy-audit")
+CONFIDENCE = 0.95
+
+
+def block_rng(seed: int, block: int) -> np.random.Generator:
+    """The random stream of block ``block``: ``SeedSequence(seed).spawn(block + 1)[block]``."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(block,)))
+
+
+def block_sizes(trials: int) -> list[int]:
+    """Trials per block: full blocks of :data:`BLOCK_TRIALS`, the last one possibly shorter."""
+    full, rest = divmod(trials, BLOCK_TRIALS)
+    return [BLOCK_TRIALS] * full + ([rest] if rest else [])
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a simulation needs, fixed before the first trial (JSON-serialisable, so it can be stored)."""
+
+    algorithm: str
+    params: dict[str, Any]
+    """Hyperparameters with the noise (calibrated first when the job asked for a target ε)."""
+    problem: dict[str, Any]
+    """The synthetic problem, every setting resolved."""
+    checks: tuple[str, ...]
+    trials: int
+    seed: int
+    delta: float
+    epsilon_accounted: float
+    accountant: str
+    epsilon_exact: float | None
+    exact_note: str | None
+    utility_measure: str | None
+    predicted_bound: float | None
+    predicted_source: str | None
+    prediction_note: str | None
+    audit_method: str | None
+    work: float
+    """Estimated cost in elementary operations (the service bounds it)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        return cls(**{**data, "checks": tuple(data["checks"])})
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """One block's raw results: per-trial utility values and the audit scores on D and D′ (empty when not run)."""
+
+    utility: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    score_in: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    score_out: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"utility": self.utility, "score_in": self.score_in, "score_out": self.score_out}
+
+
+class Simulator(ABC):
+    """A family's simulator: it plans a verification run and runs blocks of trials (deterministic given the rng)."""
+
+    problem_model: ClassVar[type[ParamsModel]]
+    checks: ClassVar[tuple[str, ...]] = CHECKS
+
+    @abstractmethod
+    def plan(
+        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+    ) -> Plan:
+        """Resolve the problem, the accounted and exact ε, and the predicted utility."""
+
+    @abstractmethod
+    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+        """Run ``trials`` trials (for the requested checks) drawing only from ``rng``."""
+
+    def parse_problem(self, problem: Mapping[str, Any] | None) -> ParamsModel:
+        try:
+            return parse_params(self.problem_model, problem or {})
+        except ParameterError as error:
+            raise ParameterError(
+                [FieldIssue(("problem", *i.loc), i.message, i.allowed, i.value) for i in error.issues]
+            ) from None
+
+
+def run_block(simulator: Simulator, plan: Plan, block: int) -> BlockResult:
+    """Block ``block`` of ``plan`` (its size and random stream are fixed by the block index)."""
+    return simulator.run_block(plan, block_rng(plan.seed, block), block_sizes(plan.trials)[block])
+
+
+# -- statistics -----------------------------------------------------------------------------------------------------
+
+
+def clopper_pearson_upper(successes: int, n: int, alpha: float) -> float:
+    """One-sided upper confidence bound (level 1 − α) on a binomial proportion."""
+    return 1.0 if successes >= n else float(stats.beta.ppf(1.0 - alpha, successes + 1, n - successes))
+
+
+def clopper_pearson_lower(successes: int, n: int, alpha: float) -> float:
+    """One-sided lower confidence bound (level 1 − α) on a binomial proportion."""
+    return 0.0 if successes <= 0 else float(stats.beta.ppf(alpha, successes, n - successes + 1))
+
+
+class UtilitySummary(BaseModel):
+    """The utility measured over the trials against the predicted bound."""
+
+    measure: str = Field(description="What was measured.", examples=["excess loss φ(X_T) − φ* of the last iterate"])
+    measured: dict[str, float | int] = Field(
+        description="mean, standard_error, ci95_low, ci95_high (Student t) and trials.",
+        examples=[{"mean": 0.0266, "standard_error": 0.0003, "ci95_low": 0.0260, "ci95_high": 0.0271, "trials": 20000}],
+    )
+    predicted_bound: float | None = Field(
+        description="The prediction (null when the algorithm has none).", examples=[0.0264]
+    )
+    predicted_source: str | None = Field(
+        description="Where the prediction comes from.", examples=["exact expectation of the Gaussian last iterate"]
+    )
+    within_bound: bool | None = Field(
+        description="The measurement does not refute the prediction: the lower end of the 95 % interval is at most "
+        "the predicted bound (null without a prediction).",
+        examples=[True],
+    )
+    ratio: float | None = Field(description="Measured mean over the prediction.", examples=[1.008])
+    note: str | None = Field(description="Caveats.", examples=[None])
+
+
+class AuditSummary(BaseModel):
+    """The empirical lower bound on ε against the accounted (and, where known, exact) ε."""
+
+    epsilon_accounted: float = Field(description="ε the accountant certifies for the simulated run.", examples=[9.01])
+    accountant: str = Field(description="The accountant that certified it.", examples=["rdp"])
+    epsilon_lower_bound: float = Field(
+        description="One-sided 95 % lower confidence bound on ε from the audit.", examples=[1.35]
+    )
+    epsilon_exact: float | None = Field(
+        description="The exact ε of the simulated mechanism, where closed-form.", examples=[2.75]
+    )
+    exact_note: str | None = Field(description="How the exact ε is known, or why not.", examples=["analytic Gaussian"])
+    consistent: bool = Field(description="The lower bound does not exceed the accounted ε.", examples=[True])
+    trials: int = Field(description="Trials (each: one run on D and one on D′).", examples=[20000])
+    method: str = Field(
+        description="Distinguishing record, score, threshold selection and confidence bounds.",
+        examples=["gradient canary; log-likelihood ratio; Clopper–Pearson"],
+    )
+    threshold: float = Field(description="The selected threshold on the score.", examples=[0.41])
+    direction: str = Field(
+        description="above: scores above the threshold say D; below: the reverse.", examples=["above"]
+    )
+    error_rates: dict[str, float] = Field(
+        description="Empirical true- and false-positive rates on the evaluation half.",
+        examples=[{"true_positive": 0.2, "false_positive": 0.01}],
+    )
+
+
+def summarize_utility(plan: Plan, values: np.ndarray) -> UtilitySummary:
+    """Mean, standard error and 95 % interval of the per-trial utility; the prediction is not refuted when the lower
+    end of the interval is at most the predicted bound."""
+    n = int(values.size)
+    mean = float(values.mean())
+    se = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    half = float(stats.t.ppf(0.975, n - 1)) * se if n > 1 else math.inf
+    measured: dict[str, float | int] = {
+        "mean": mean,
+        "standard_error": se,
+        "ci95_low": mean - half,
+        "ci95_high": mean + half,
+        "trials": n,
+    }
+    bound = plan.predicted_bound
+    within = None if bound is None else bool(mean - half <= bound)
+    ratio = None if bound is None or bound == 0 else mean / bound
+    return UtilitySummary(
+        measure=plan.utility_measure or "utility",
+        measured=_finite(measured),
+        predicted_bound=bound,
+        predicted_source=plan.predicted_source,
+        within_bound=within,
+        ratio=ratio,
+        note=plan.prediction_note,
+    )
+
+
+def _finite(values: dict[str, float | int]) -> dict[str, float | int]:
+    return {k: (v if math.isfinite(v) else 0.0) for k, v in values.items()}
+
+
+def _epsilon_from_rates(positive_rate: float, false_rate: float, delta: float) -> float:
+    """ε ≥ log((TPR − δ)/FPR) for a test with these rates (0 where it says nothing)."""
+    if false_rate <= 0.0:
+        return math.inf if positive_rate - delta > 0 else 0.0
+    gain = positive_rate - delta
+    return max(0.0, math.log(gain / false_rate)) if gain > 0 else 0.0
+
+
+def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float = 1.0 - CONFIDENCE) -> AuditSummary:
+    """One-sided lower confidence bound on ε from paired scores on D (in) and D′ (out).
+
+    Threshold tests "say in when the score is above t" (and, for the other direction, below t). The threshold and
+    direction maximise the bound on the even-numbered trials; the odd-numbered trials estimate the error rates with
+    Clopper–Pearson bounds at level 1 − α/2 each, and ε_lower = max{log((TPR_low − δ)/FPR_high),
+    log((TNR_low − δ)/FNR_high), 0}, since (ε, δ)-DP forces TPR ≤ e^ε·FPR + δ and TNR ≤ e^ε·FNR + δ.
+    """
+    select, evaluate = slice(0, None, 2), slice(1, None, 2)
+    best = (-1.0, 0.0, "above")
+    for direction, sign in (("above", 1.0), ("below", -1.0)):
+        inside, outside = sign * score_in[select], sign * score_out[select]
+        candidates = np.unique(np.quantile(np.concatenate((inside, outside)), np.linspace(0.0, 1.0, 401)))
+        for t in candidates:
+            value = _bound_at(inside, outside, t, plan.delta, alpha)
+            if value > best[0]:
+                best = (value, float(sign * t), direction)
+    _, threshold, direction = best
+    sign = 1.0 if direction == "above" else -1.0
+    inside, outside = sign * score_in[evaluate], sign * score_out[evaluate]
+    n_in, n_out = inside.size, outside.size
+    tp, fp = int(np.sum(inside > sign * threshold)), int(np.sum(outside > sign * threshold))
+    tpr_low = clopper_pearson_lower(tp, n_in, alpha / 2)
+    fpr_high = clopper_pearson_upper(fp, n_out, alpha / 2)
+    tnr_low = clopper_pearson_lower(n_out - fp, n_out, alpha / 2)
+    fnr_high = clopper_pearson_upper(n_in - tp, n_in, alpha / 2)
+    lower = max(_epsilon_from_rates(tpr_low, fpr_high, plan.delta), _epsilon_from_rates(tnr_low, fnr_high, plan.delta))
+    lower = min(lower, 1e6)
+    return AuditSummary(
+        epsilon_accounted=plan.epsilon_accounted,
+        accountant=plan.accountant,
+        epsilon_lower_bound=lower,
+        epsilon_exact=plan.epsilon_exact,
+        exact_note=plan.exact_note,
+        consistent=bool(lower <= plan.epsilon_accounted),
+        trials=int(score_in.size),
+        method=(plan.audit_method or "")
+        + f"; threshold test chosen on the {score_in[select].size} even-numbered trials, error rates of the "
+        f"{n_in} odd-numbered ones bounded by one-sided Clopper–Pearson at {1 - alpha / 2:.3g} each "
+        f"({1 - alpha:.0%} overall)",
+        threshold=threshold,
+        direction=direction,
+        error_rates={"true_positive": tp / n_in if n_in else 0.0, "false_positive": fp / n_out if n_out else 0.0},
+    )
+
+
+def _bound_at(inside: np.ndarray, outside: np.ndarray, t: float, delta: float, alpha: float) -> float:
+    n_in, n_out = inside.size, outside.size
+    tp, fp = int(np.sum(inside > t)), int(np.sum(outside > t))
+    return max(
+        _epsilon_from_rates(
+            clopper_pearson_lower(tp, n_in, alpha / 2), clopper_pearson_upper(fp, n_out, alpha / 2), delta
+        ),
+        _epsilon_from_rates(
+            clopper_pearson_lower(n_out - fp, n_out, alpha / 2),
+            clopper_pearson_upper(n_in - tp, n_in, alpha / 2),
+            delta,
+        ),
+    )
+
+
+class VerificationResult(BaseModel):
+    """What a verification job found."""
+
+    utility: UtilitySummary | None = Field(description="The utility check (null if not requested).")
+    privacy_audit: AuditSummary | None = Field(description="The privacy audit (null if not requested).")
+    trials: int = Field(description="Trials run.", examples=[20000])
+    seed: int = Field(description="The seed (the result depends on it and the parameters only).", examples=[0])
+    problem: dict[str, Any] = Field(
+        description="The synthetic problem, every setting resolved.",
+        examples=[{"kind": "linear-gaussian", "curvature": 1.0}],
+    )
+    noise_multiplier: float | None = Field(
+        description="The noise multiplier simulated (calibrated when the job gave a target ε).", examples=[2.0]
+    )
+    params: dict[str, Any] = Field(description="The hyperparameters simulated.", examples=[{"steps": 50}])
+
+
+def summarize(plan: Plan, blocks: Sequence[BlockResult]) -> VerificationResult:
+    """The verification result from every block, in block order."""
+    utility = audit_summary = None
+    if "utility" in plan.checks:
+        utility = summarize_utility(plan, np.concatenate([b.utility for b in blocks]))
+    if "privacy-audit" in plan.checks:
+        audit_summary = audit(
+            plan, np.concatenate([b.score_in for b in blocks]), np.concatenate([b.score_out for b in blocks])
+        )
+    return VerificationResult(
+        utility=utility,
+        privacy_audit=audit_summary,
+        trials=plan.trials,
+        seed=plan.seed,
+        problem=plan.problem,
+        noise_multiplier=plan.params.get("noise_multiplier"),
+        params=plan.params,
+    )

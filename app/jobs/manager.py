@@ -1,0 +1,323 @@
+"""The job manager: accepts jobs, runs them one at a time on a :class:`~app.jobs.runner.Runner`, survives crashes.
+
+* Accepting: the request is validated, the noise calibrated when a target ε is given, and the simulation planned
+  (accounted ε, exact ε, predicted utility, cost) before the job is stored, so errors come back as 4xx at once.
+* Running: a dispatcher thread claims the oldest queued job and submits its blocks in chunks (at most two per worker
+  in flight). Each finished chunk is stored with the progress; cancellation and the time limit are checked between
+  chunks. When every block is in, the statistics are computed and the job succeeds.
+* Crashes: a running job carries a lease renewed with each chunk and the owner's host and PID. A job whose owner is
+  gone (a dead PID on this host, or an expired lease) goes back to the queue and resumes from its stored chunks; after
+  ``job_max_attempts`` attempts it fails with the reason. A graceful shutdown puts the running job back unpenalised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+import numpy as np
+
+from accountants import registry
+from accountants.errors import FieldIssue, ParameterError
+from accountants.verification import BlockResult, Plan, block_sizes, summarize
+
+from ..settings import Settings
+from .runner import ProcessPoolRunner, Runner
+from .store import IdempotencyConflict, Job, JobStore
+
+_log = logging.getLogger("dpcal.jobs")
+_RECOVERY_INTERVAL = 5.0
+
+
+class JobRejected(ParameterError):
+    """The job request breaks a service limit or asks for something the algorithm cannot simulate."""
+
+
+class JobManager:
+    def __init__(self, settings: Settings, runner_factory: Callable[[], Runner] | None = None) -> None:
+        self.settings = settings
+        self.store = JobStore(settings.jobs_db)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._runner_factory = runner_factory or (lambda: ProcessPoolRunner(settings.job_workers))
+        self._runner: Runner | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._current: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.recover()
+        self._runner = self._runner_factory()
+        self._thread = threading.Thread(target=self._loop, name="dpcal-jobs", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._runner is not None:
+            self._runner.shutdown()
+        if self._current is not None:
+            self.store.requeue(self._current, self.owner, count_attempt=False)
+        self.store.close()
+
+    # -- the API side ------------------------------------------------------------------------------------------------
+
+    def prepare(self, body: dict[str, Any]) -> Plan:
+        """Validate and plan a job request (raises ParameterError with field locations on bad input)."""
+        s = self.settings
+        family = registry.get(body["algorithm"])
+        simulator = family.simulator
+        if simulator is None:
+            able = [f.id for f in registry.families() if f.simulator is not None]
+            raise JobRejected(
+                FieldIssue(
+                    ("algorithm",),
+                    f"{family.id} has no simulator for verification jobs",
+                    "one of: " + ", ".join(able),
+                    family.id,
+                )
+            )
+        checks = tuple(dict.fromkeys(body["checks"]))
+        unsupported = [c for c in checks if c not in simulator.checks]
+        if unsupported:
+            raise JobRejected(
+                FieldIssue(
+                    ("checks",),
+                    f"not offered for {family.id}: {', '.join(unsupported)}",
+                    "any of: " + ", ".join(simulator.checks),
+                )
+            )
+        trials = body["trials"]
+        if trials > s.job_max_trials:
+            raise JobRejected(
+                FieldIssue(
+                    ("trials",),
+                    f"exceeds the limit of {s.job_max_trials} (DPCAL_JOB_MAX_TRIALS)",
+                    f"an integer in [2, {s.job_max_trials}]",
+                    trials,
+                )
+            )
+        params = family.parse(body["params"])
+        if body.get("target_epsilon") is not None:
+            calibrated = family.calibrate(params, body["target_epsilon"], body["delta"])
+            params = params.model_copy(
+                update={calibrated.calibrated_parameter: calibrated.calibrated_value}
+                | ({"noise_std": None} if "noise_std" in type(params).model_fields else {})
+            )
+        problem = simulator.parse_problem(body.get("problem"))
+        plan = simulator.plan(params, body["delta"], checks, trials, body["seed"], problem)
+        if plan.work > s.job_max_work:
+            raise JobRejected(
+                FieldIssue(
+                    ("trials",),
+                    f"the job would take about {plan.work:.3g} operations, above the limit of "
+                    f"{s.job_max_work:.3g} (DPCAL_JOB_MAX_WORK): reduce trials or steps, or drop the utility check",
+                    f"trials ≤ {max(2, int(trials * s.job_max_work / plan.work))} here",
+                    trials,
+                )
+            )
+        return plan
+
+    def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:
+        """Store a job (or return the one already stored under ``idempotency_key`` for the same body)."""
+        request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        if idempotency_key is not None:
+            known = self._known(idempotency_key, request_hash)
+            if known is not None:
+                return known, False
+        plan = self.prepare(body)
+        job, created = self.store.create(
+            body["algorithm"],
+            body,
+            request_hash,
+            plan.to_json(),
+            plan.trials,
+            idempotency_key,
+            self.settings.job_max_queued,
+        )
+        self._wake.set()
+        return job, created
+
+    def _known(self, key: str, request_hash: str) -> Job | None:
+        """The job stored under this key (replayed without planning again), or None; a different body conflicts."""
+        job = self.store.by_idempotency_key(key)
+        if job is not None and job.request_hash != request_hash:
+            raise IdempotencyConflict(job)
+        return job
+
+    def cancel(self, job_id: str) -> Job | None:
+        job = self.store.request_cancel(job_id)
+        self._wake.set()
+        return job
+
+    # -- the runner side ---------------------------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Requeue (or fail, after too many attempts) running jobs whose owner is gone."""
+        now = time.time()
+        for job in self.store.running():
+            if job.owner == self.owner:
+                continue
+            dead = job.lease_expires is None or job.lease_expires < now or _owner_dead(job.owner)
+            if dead:
+                outcome = self.store.recover(
+                    job.id,
+                    job.owner,
+                    self.settings.job_max_attempts,
+                    "the process running the job stopped before it finished",
+                )
+                _log.warning("job %s of %s: %s", job.id, job.owner, outcome)
+
+    def _loop(self) -> None:
+        last_recovery = time.monotonic()
+        while not self._stop.is_set():
+            if time.monotonic() - last_recovery > _RECOVERY_INTERVAL:
+                self.recover()
+                last_recovery = time.monotonic()
+            job = self.store.claim(self.owner, self.settings.job_lease_seconds)
+            if job is None:
+                self._wake.wait(0.5)
+                self._wake.clear()
+                continue
+            self._current = job.id
+            try:
+                self._run(job)
+            except Exception:
+                _log.exception("job %s failed unexpectedly", job.id)
+                self.store.finish(
+                    job.id,
+                    self.owner,
+                    "failed",
+                    error=_problem(500, "job-error", "Job failed", "an unexpected error occurred"),
+                )
+            finally:
+                self._current = None
+
+    def _run(self, job: Job) -> None:
+        s, runner = self.settings, self._runner
+        assert runner is not None
+        plan = Plan.from_json(job.plan)
+        sizes = block_sizes(plan.trials)
+        done = {b for first, last, _ in self.store.chunks(job.id) for b in range(first, last + 1)}
+        queue = _ranges([b for b in range(len(sizes)) if b not in done], s.job_chunk_blocks)
+        started, base = time.monotonic(), job.runtime
+        in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int]] = {}
+
+        def elapsed() -> float:
+            return base + time.monotonic() - started
+
+        def stop_all() -> None:
+            for future in in_flight:
+                future.cancel()
+
+        while queue or in_flight:
+            while queue and len(in_flight) < 2 * runner.workers:
+                first, last = queue.pop(0)
+                in_flight[runner.submit(plan, first, last)] = (first, last)
+            finished, _ = wait(list(in_flight), timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in finished:
+                first, last = in_flight.pop(future)
+                try:
+                    arrays = future.result()
+                except BrokenProcessPool:
+                    stop_all()
+                    runner.shutdown()
+                    self._runner = runner = self._runner_factory()
+                    outcome = self.store.recover(
+                        job.id, self.owner, s.job_max_attempts, "a worker process died while running the job"
+                    )
+                    _log.warning("job %s: worker died, %s", job.id, outcome)
+                    return
+                except Exception as error:
+                    stop_all()
+                    self.store.finish(
+                        job.id,
+                        self.owner,
+                        "failed",
+                        runtime=elapsed(),
+                        error=_problem(
+                            500, "simulation-error", "Simulation failed", f"{type(error).__name__}: {error}"
+                        ),
+                    )
+                    return
+                trials = sum(sizes[first : last + 1])
+                if not self.store.save_chunk(
+                    job.id, self.owner, first, last, trials, arrays, s.job_lease_seconds, elapsed()
+                ):
+                    stop_all()  # cancelled while queued-to-running, or taken over: no longer ours
+                    return
+            current = self.store.get(job.id)
+            if current is None or current.cancel_requested or self._stop.is_set():
+                stop_all()
+                if current is not None and current.cancel_requested:
+                    self.store.finish(job.id, self.owner, "cancelled", runtime=elapsed())
+                return
+            if elapsed() > s.job_time_limit:
+                stop_all()
+                self.store.finish(
+                    job.id,
+                    self.owner,
+                    "failed",
+                    runtime=elapsed(),
+                    error=_problem(
+                        500,
+                        "timed-out",
+                        "Job timed out",
+                        f"timed out: ran {elapsed():.1f} s, over the limit of {s.job_time_limit:g} s "
+                        "(DPCAL_JOB_TIME_LIMIT)",
+                    ),
+                )
+                return
+            self.store.heartbeat(job.id, self.owner, s.job_lease_seconds, elapsed())
+        arrays = [a for _, _, a in self.store.chunks(job.id)]
+        combined = BlockResult(
+            **{k: np.concatenate([a[k] for a in arrays]) for k in ("utility", "score_in", "score_out")}
+        )
+        result = summarize(plan, [combined])
+        self.store.finish(job.id, self.owner, "succeeded", result=result.model_dump(mode="json"), runtime=elapsed())
+
+
+def _ranges(blocks: list[int], size: int) -> list[tuple[int, int]]:
+    """Runs of consecutive block indices, each cut into chunks of at most ``size`` blocks: (first, last)."""
+    out: list[tuple[int, int]] = []
+    for block in blocks:
+        if out and block == out[-1][1] + 1 and out[-1][1] - out[-1][0] + 1 < size:
+            out[-1] = (out[-1][0], block)
+        else:
+            out.append((block, block))
+    return out
+
+
+def _owner_dead(owner: str | None) -> bool:
+    """True if the owner ran on this host and its process is gone."""
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    if host != socket.gethostname():
+        return False
+    try:
+        pid = int(rest.split(":", 1)[0])
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError):
+        return False
+    return False
+
+
+def _problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:
+    return {"type": f"urn:dpcal:problem:{slug}", "title": title, "status": status, "detail": detail}
