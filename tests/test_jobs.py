@@ -190,8 +190,14 @@ def test_kill_and_restart_finishes_the_job_with_the_same_result():
             while http.get(f"/v1/jobs/{job['id']}").json()["progress"]["completed"] < 2048:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+        workers = children(first.pid)
+        assert workers, "the server should have started worker processes"
         first.send_signal(signal.SIGKILL)  # no shutdown handler runs: the job stays "running" in the database
         first.wait(timeout=15)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in workers), "orphaned workers must exit with the service"
         assert JobStore(database).get(job["id"]).status == "running"
         second, url = start_server(env)
         try:
@@ -209,6 +215,28 @@ def test_kill_and_restart_finishes_the_job_with_the_same_result():
         stop_server(reference)
         if first.poll() is None:
             first.kill()
+
+
+def children(pid):
+    """Direct child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def validated(request):

@@ -5,6 +5,9 @@ methods, and because every block draws from its own ``SeedSequence`` child the r
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from abc import ABC, abstractmethod
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -39,12 +42,31 @@ class Runner(ABC):
         """Stop the workers (pending runs are cancelled)."""
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the service process is gone (after a kill, the workers would
+    otherwise wait forever on a task queue whose other end they hold themselves)."""
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(0)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="dpcal-parent-watch", daemon=True).start()
+
+
 class ProcessPoolRunner(Runner):
-    """A local pool of worker processes (spawned, so they share no state with the service)."""
+    """A local pool of worker processes (spawned, so they share no state with the service; they exit when the
+    service process dies)."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         return self._pool.submit(run_blocks, plan.to_json(), first, last)
