@@ -6,6 +6,7 @@ in both units, the step count used, and its warnings (spec README, "Responses na
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -33,6 +34,13 @@ class AccountantResult:
     optimal_order: float | None = None
     noise_multiplier: float | None = None
     """For calibration: the noise this accountant needs for the target."""
+    calibrated_value: float | None = None
+    """For calibration: the value of the calibrated parameter this accountant needs (its noise multiplier for the
+    noise-calibrated families; e.g. the stepsize for private mirror descent). Defaults to ``noise_multiplier``."""
+
+    def __post_init__(self) -> None:
+        if self.calibrated_value is None and self.noise_multiplier is not None:
+            object.__setattr__(self, "calibrated_value", self.noise_multiplier)
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,40 @@ class UtilityReport:
     bounds: tuple[UtilityBound, ...]
     reason: str | None = None
     """Why there is no bound (when ``bounds`` is empty)."""
+    recommended: tuple[Recommendation, ...] = ()
+    """Hyperparameters the bounds were evaluated at that the user left to their defaults, and advised values."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A hyperparameter value a paper (or dpcal) recommends for this configuration, and the rule behind it."""
+
+    name: str
+    """The parameter, named as in the family's ``params``."""
+    value: float | int | str
+    rule: str
+    """Formula and source, e.g. "γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (seed 000, Corollary 1)"."""
+    applied: bool
+    """Whether the answer used this value (the parameter was omitted), or it is advice only."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """One kind of noisy release the algorithm makes: how often, its sensitivity and its noise.
+
+    The plan of a budget-splitting algorithm (phases, x/y blocks, the mechanisms of an outer step) is a list of these.
+    """
+
+    name: str
+    count: int
+    """How many such releases the run makes."""
+    sensitivity: float | None
+    noise_std: float | None
+    noise_multiplier: float | None
+    composition: str
+    """How these releases compose with the others (e.g. "parallel: disjoint records", "sequential")."""
+    details: Mapping[str, float | int | str] = field(default_factory=dict)
+    """Further named quantities of the release (block of samples, strong convexity of the phase, solver accuracy)."""
 
 
 @dataclass(frozen=True)
@@ -128,10 +170,13 @@ class PrivacyReport:
     optimal_order: float | None
     rdp: RdpCurve | None
     accountants: tuple[AccountantResult, ...]
-    noise: Noise
+    noise: Noise | None
+    """None where the privacy knob is not a noise scale (the conventions say what it is)."""
     conventions: Conventions
     warnings: tuple[str, ...] = field(default=())
     bounds: tuple[BoundResult, ...] = field(default=())
+    releases: tuple[Release, ...] = field(default=())
+    """The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."""
 
 
 @dataclass(frozen=True)
@@ -139,14 +184,15 @@ class CalibrationReport:
     algorithm: str
     target_epsilon: float
     delta: float
-    noise_multiplier: float
+    noise_multiplier: float | None
+    """None where the calibrated parameter is not a noise scale (see ``calibrated_parameter``)."""
     noise_std: float | None
     epsilon: float
     accountant: str
     optimal_order: float | None
     rdp: RdpCurve | None
     accountants: tuple[AccountantResult, ...]
-    noise: Noise
+    noise: Noise | None
     conventions: Conventions
     utility: UtilityReport | None
     utility_reason: str | None
@@ -156,3 +202,6 @@ class CalibrationReport:
     calibrated_value: float
     warnings: tuple[str, ...] = field(default=())
     bounds: tuple[BoundResult, ...] = field(default=())
+    releases: tuple[Release, ...] = field(default=())
+    recommended: tuple[Recommendation, ...] = field(default=())
+    """Hyperparameters recommended for this target (by the paper or dpcal), with their rules."""

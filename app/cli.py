@@ -245,7 +245,9 @@ def _summary(command: str, answer: Any) -> str:
     if command == "utility":
         if not answer.bounds:
             return f"{answer.algorithm}: no utility bound — {answer.reason}"
-        return "\n".join(f"{b.measure} ≤ {b.value:.6g}  ({b.kind}; {b.source})" for b in answer.bounds)
+        lines = [f"{b.measure} ≤ {b.value:.6g}  ({b.kind}; {b.source})" for b in answer.bounds]
+        lines += [f"  at {r.name} = {r.value} ({r.rule})" for r in answer.recommended if r.applied]
+        return "\n".join(lines)
     lines = []
     if command == "calibrate":
         lines.append(
@@ -260,11 +262,16 @@ def _summary(command: str, answer: Any) -> str:
             f"(accountant: {answer.accountant}{order})"
         )
     noise = answer.noise
-    lines.append(
-        f"  noise: multiplier {noise.noise_multiplier:.7g}, std {noise.noise_std:.7g} ({noise.sensitivity_rule})"
-    )
+    if noise is not None:
+        std = "n/a" if noise.noise_std is None else f"{noise.noise_std:.7g}"
+        lines.append(f"  noise: multiplier {noise.noise_multiplier:.7g}, std {std} ({noise.sensitivity_rule})")
     c = answer.conventions
     lines.append(f"  conventions: {c.neighbouring}; {c.step_rule}; {c.released} released")
+    for r in answer.releases:
+        count = f"{r.count} × " if r.count != 1 else ""
+        lines.append(f"  release: {count}{r.name} ({r.composition})")
+    for r in getattr(answer, "recommended", []):
+        lines.append(f"  recommended: {r.name} = {r.value} ({r.rule}){'' if r.applied else ' [advice]'}")
     for a in answer.accountants:
         lines.append(
             f"  {a.name:6} "

@@ -248,6 +248,11 @@ class AccountantOut(Out):
     noise_multiplier: float | None = Field(
         description="For calibration: the noise multiplier this accountant needs.", examples=[1.1]
     )
+    calibrated_value: float | None = Field(
+        description="For calibration: the value of the calibrated parameter (see calibrated_parameter) this "
+        "accountant needs.",
+        examples=[1.1],
+    )
 
 
 class NoiseOut(Out):
@@ -308,10 +313,39 @@ class UtilityBoundOut(Out):
     applicable: bool = Field(description="Whether all checkable assumptions hold.", examples=[True])
 
 
+class RecommendationOut(Out):
+    name: str = Field(description="The parameter, named as in params.", examples=["stepsize"])
+    value: float | int | str = Field(description="The recommended value.", examples=[0.0123])
+    rule: str = Field(
+        description="Formula and source.", examples=["γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (seed 000, Corollary 1)"]
+    )
+    applied: bool = Field(
+        description="Whether the answer used it (the parameter was omitted) or it is advice only.", examples=[True]
+    )
+
+
+class ReleaseOut(Out):
+    name: str = Field(description="The release.", examples=["phase 1: x-block output perturbation"])
+    count: int = Field(description="How many such releases the run makes.", examples=[1])
+    sensitivity: float | None = Field(description="Its L2 sensitivity.", examples=[0.04])
+    noise_std: float | None = Field(description="Its noise std.", examples=[0.12])
+    noise_multiplier: float | None = Field(description="Noise std over sensitivity.", examples=[3.0])
+    composition: str = Field(
+        description="How it composes with the other releases.", examples=["parallel: disjoint blocks of samples"]
+    )
+    details: dict[str, float | int | str] = Field(
+        description="Further quantities of the release (block of samples, phase constants, required accuracy).",
+        examples=[{"samples": "1..500", "solver_accuracy": 1e-6}],
+    )
+
+
 class UtilityResponse(Out):
     algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
     bounds: list[UtilityBoundOut] = Field(description="Predicted utility bounds (empty if the algorithm has none).")
     reason: str | None = Field(description="Why there is no bound.", examples=["DP-SGD has no utility guarantee …"])
+    recommended: list[RecommendationOut] = Field(
+        description="Hyperparameters the bounds used that were left to their defaults (applied), and advised values."
+    )
 
 
 class PaperOut(Out):
@@ -332,12 +366,17 @@ class PrivacyResponse(Out):
     optimal_order: float | None = Field(description="Optimal Rényi order of the RDP accountant.", examples=[8.12])
     rdp: RdpCurveOut | None = Field(description="Rényi curve of the whole run (null where none exists).")
     accountants: list[AccountantOut] = Field(description="Every accountant's answer, or why it does not apply.")
-    noise: NoiseOut = Field(description="The noise in both units and its sensitivity.")
+    noise: NoiseOut | None = Field(
+        description="The noise in both units and its sensitivity (null where the privacy knob is not a noise scale)."
+    )
     conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
     warnings: list[str] = Field(description="Grid-edge optimal orders, errata, unmet conditions.", examples=[[]])
     bounds: list[BoundResultOut] = Field(
         description="Every privacy bound considered for this configuration (where the algorithm has several): "
         "applicable or why not, its curve and ε, and which one the answer uses.",
+    )
+    releases: list[ReleaseOut] = Field(
+        description="The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."
     )
 
 
@@ -347,7 +386,11 @@ class CalibrationResponse(Out):
     delta: float = Field(description="δ.", examples=[1e-5])
     calibrated_parameter: str = Field(description="The privacy knob calibrated.", examples=["noise_multiplier"])
     calibrated_value: float = Field(description="Its value.", examples=[1.0139])
-    noise_multiplier: float = Field(description="Smallest noise multiplier meeting the target.", examples=[1.0139])
+    noise_multiplier: float | None = Field(
+        description="Smallest noise multiplier meeting the target (null when the calibrated parameter is not a noise "
+        "scale).",
+        examples=[1.0139],
+    )
     noise_std: float | None = Field(description="Absolute noise std in the algorithm's units.", examples=[1.0139])
     epsilon: float = Field(description="ε achieved at that noise (≤ target).", examples=[2.99999])
     accountant: str = Field(description="Accountant that needs the least noise.", examples=["rdp"])
@@ -356,7 +399,9 @@ class CalibrationResponse(Out):
     accountants: list[AccountantOut] = Field(
         description="Each accountant's calibrated noise, or why it does not apply."
     )
-    noise: NoiseOut = Field(description="The calibrated noise in both units.")
+    noise: NoiseOut | None = Field(
+        description="The calibrated noise in both units (null when the calibrated parameter is not a noise scale)."
+    )
     conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
     utility: UtilityResponse | None = Field(description="Predicted utility at this noise (null if none).")
     utility_reason: str | None = Field(description="Why there is no utility prediction.", examples=[None])
@@ -366,6 +411,12 @@ class CalibrationResponse(Out):
     bounds: list[BoundResultOut] = Field(
         description="Every privacy bound considered for this configuration (where the algorithm has several): "
         "applicable or why not, its curve and ε, and which one the answer uses.",
+    )
+    releases: list[ReleaseOut] = Field(
+        description="The noisy releases of the run at the calibrated value (the mechanism plan)."
+    )
+    recommended: list[RecommendationOut] = Field(
+        description="Hyperparameters recommended for this target (by the paper or dpcal), with their rules."
     )
 
 
