@@ -119,6 +119,41 @@ def run_block(simulator: Simulator, plan: Plan, block: int) -> BlockResult:
     return simulator.run_block(plan, block_rng(plan.seed, block), block_sizes(plan.trials)[block])
 
 
+def canary_llr_scores(
+    rng: np.random.Generator,
+    trials: int,
+    releases: int,
+    sampling_rate: float,
+    noise: float,
+    replace: bool,
+    inside: bool,
+) -> np.ndarray:
+    """Audit scores of a *canary*: the log-likelihood ratio (D vs D′) of a transcript along the canary's direction.
+
+    Each of ``releases`` noisy releases includes the canary with probability ``sampling_rate`` (independently; 1 for
+    a deterministic batch) and then shows, along its direction, +1 (the canary, on D) or −1 (the opposite canary,
+    on D′ under replace-one; 0 under add/remove) plus N(0, noise²). Units: the canary's own contribution, so
+    ``noise`` is the noise std over that contribution. The score is the log-likelihood ratio of the whole
+    transcript, the most powerful test (Neyman–Pearson); one score per trial, drawn on D (``inside``) or on D′.
+    """
+    score = np.zeros(trials)
+    for start in range(0, releases, 4096):
+        n = min(4096, releases - start)
+        included = rng.random((trials, n)) < sampling_rate
+        signal = np.where(included, 1.0 if inside else (-1.0 if replace else 0.0), 0.0)
+        x = signal + noise * rng.standard_normal((trials, n))
+        without = _log_mixture(x, sampling_rate, noise, -1.0) if replace else -0.5 * (x / noise) ** 2
+        score += np.sum(_log_mixture(x, sampling_rate, noise, 1.0) - without, axis=1)
+    return score
+
+
+def _log_mixture(x: np.ndarray, q: float, sigma: float, shift: float) -> np.ndarray:
+    """log[(1 − q)·φ(x/σ) + q·φ((x − shift)/σ)] up to the shared constant."""
+    if q >= 1.0:
+        return -0.5 * ((x - shift) / sigma) ** 2
+    return np.logaddexp(np.log1p(-q) - 0.5 * (x / sigma) ** 2, math.log(q) - 0.5 * ((x - shift) / sigma) ** 2)
+
+
 # -- statistics -----------------------------------------------------------------------------------------------------
 
 

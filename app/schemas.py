@@ -206,6 +206,14 @@ class BoundOut(Out):
     accountant: str | None = Field(description="Accountant that uses it.", examples=["rdp"])
 
 
+class VerificationInfo(BaseModel):
+    checks: list[str] = Field(description="Checks a job can run.", examples=[["utility", "privacy-audit"]])
+    problem: dict[str, Any] = Field(
+        description="JSON Schema of the job's `problem` field (the synthetic problem's settings).",
+        examples=[{"type": "object", "properties": {"kind": {"type": "string"}}}],
+    )
+
+
 class AlgorithmDetail(AlgorithmSummary):
     parameters: dict[str, Any] = Field(
         description="JSON Schema of `params`: each property has a description, the paper's symbol (x-symbol), a "
@@ -217,6 +225,10 @@ class AlgorithmDetail(AlgorithmSummary):
         examples=[["Per-example gradients are clipped."]],
     )
     bounds: list[BoundOut] = Field(description="Every bound offered, with its source and conditions.")
+    verification: VerificationInfo | None = Field(
+        description="What a verification job (POST /v1/jobs) can check for this algorithm, and the JSON Schema of its "
+        "synthetic problem (null: the algorithm has no simulator)."
+    )
 
 
 class RdpCurveOut(Out):

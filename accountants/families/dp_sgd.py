@@ -48,7 +48,7 @@ from ..reports import (
     RdpCurve,
     UtilityReport,
 )
-from ..verification import BlockResult, Plan, Simulator
+from ..verification import BlockResult, Plan, Simulator, canary_llr_scores
 
 MAX_COUNT = 10**12
 
@@ -632,38 +632,13 @@ class DpSgdSimulator(Simulator):
         if "privacy-audit" in plan.checks:
             replace = p["neighbouring"] == "replace-one"
             sigma = p["noise_multiplier"] * (2.0 if replace else 1.0)  # noise std in units of C
-            result["score_in"] = _canary_scores(rng, trials, steps, q, sigma, replace, inside=True)
-            result["score_out"] = _canary_scores(rng, trials, steps, q, sigma, replace, inside=False)
+            result["score_in"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=True)
+            result["score_out"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=False)
         if "utility" in plan.checks:
             features, labels = _logistic_data(plan.seed, plan.problem["records"], plan.problem["dimension"])
             losses = [_train(rng, features, labels, p, plan.problem) for _ in range(trials)]
             result["utility"] = np.array(losses) - plan.problem["optimal_loss"]
         return BlockResult(**result)
-
-
-def _canary_scores(
-    rng: np.random.Generator, trials: int, steps: int, q: float, sigma: float, replace: bool, inside: bool
-) -> np.ndarray:
-    """Log-likelihood ratio (in vs out) of the transcript along the canary coordinate, one per trial."""
-    score = np.zeros(trials)
-    for start in range(0, steps, 4096):
-        n = min(4096, steps - start)
-        included = rng.random((trials, n)) < q
-        signal = np.where(included, 1.0 if inside else (-1.0 if replace else 0.0), 0.0)
-        x = signal + sigma * rng.standard_normal((trials, n))
-        score += np.sum(
-            _log_mixture(x, q, sigma, 1.0) - (_log_mixture(x, q, sigma, -1.0) if replace else -0.5 * (x / sigma) ** 2),
-            axis=1,
-        )
-    return score
-
-
-def _log_mixture(x: np.ndarray, q: float, sigma: float, shift: float) -> np.ndarray:
-    """log[(1 − q)·φ(x/σ) + q·φ((x − shift)/σ)] up to the shared constant."""
-    base = -0.5 * (x / sigma) ** 2
-    if q >= 1.0:
-        return -0.5 * ((x - shift) / sigma) ** 2
-    return np.logaddexp(np.log1p(-q) + base, math.log(q) - 0.5 * ((x - shift) / sigma) ** 2)
 
 
 def _logistic_data(seed: int, records: int, dimension: int) -> tuple[np.ndarray, np.ndarray]:

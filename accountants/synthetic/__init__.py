@@ -1,0 +1,1 @@
+"""Synthetic problems with closed-form solutions, for the verification jobs' simulators."""
