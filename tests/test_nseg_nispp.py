@@ -516,3 +516,39 @@ def test_inner_iteration_estimate_covers_the_solver():
     params = NisppParams(**(BILINEAR | {"dataset_size": 10**4, "batch_size": 22, "noise_multiplier": 3.73}))
     assert 2 <= inner_iterations(1.0, 21.5, 2.828, 2 * 2.414**2 / (21.5 * 22**2)) < 20
     assert params.steps_and_rule()[0] == 454
+
+
+# -- properties ------------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(200, 10**6),
+    b=st.integers(1, 50),
+    z=st.floats(0.3, 30),
+    steps=st.integers(1, 100),
+    delta=st.floats(1e-10, 1e-3),
+    family=st.sampled_from([NSEG, NISPP]),
+    sampling=st.sampled_from(["poisson", "uniform"]),
+)
+def test_multi_pass_epsilon_decreases_in_noise_and_grows_with_steps(n, b, z, steps, delta, family, sampling):
+    params = BILINEAR | {"dataset_size": n, "batch_size": b, "passes": "multi", "sampling": sampling, "steps": steps}
+    base = family.privacy(params | {"noise_multiplier": z}, delta).epsilon
+    assert 0.0 <= base and math.isfinite(base)
+    assert family.privacy(params | {"noise_multiplier": z * 1.5}, delta).epsilon <= base
+    assert family.privacy(params | {"noise_multiplier": z, "steps": steps * 3}, delta).epsilon >= base
+
+
+@settings(max_examples=20, deadline=None)
+@given(target=st.floats(0.05, 20), delta=st.floats(1e-10, 1e-3), passes=st.sampled_from(["single", "multi"]))
+def test_calibration_round_trips(target, delta, passes):
+    params = BILINEAR | {"dataset_size": 5000, "batch_size": 5, "passes": passes, "steps": 400}
+    calibrated = NSEG.calibrate(params, target, delta)
+    assert calibrated.epsilon <= target
+    again = NSEG.privacy(params | {"noise_multiplier": calibrated.noise_multiplier}, delta)
+    assert again.epsilon == pytest.approx(calibrated.epsilon, rel=1e-9)
+    smaller = NSEG.privacy(params | {"noise_multiplier": calibrated.noise_multiplier * (1 - 1e-5)}, delta)
+    assert smaller.epsilon > target * (1 - 1e-9) or calibrated.epsilon < target * 0.999
