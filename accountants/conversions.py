@@ -22,6 +22,7 @@ import numpy as np
 from scipy import optimize
 
 from . import validation as check
+from .errors import CalibrationError
 
 MIN_CONVERSION_ORDER = 1.01
 """Orders at or below this are not used by the improved conversion (unstable as α → 1)."""
@@ -261,10 +262,18 @@ def linear_rdp_for_epsilon(epsilon: float, delta: float) -> float:
         return epsilon_for_linear_rdp(math.exp(log_rho), d)[0] - e
 
     lo, hi = math.log(e) - 2.0, math.log(e) + 2.0
+    floor, ceiling = math.log(1e-300), math.log(1e300)
     while excess(lo) > 0.0:
         lo -= 4.0
+        if lo < floor:
+            raise CalibrationError(
+                f"target ε = {e:.6g} is below what a curve ρα certifies at δ = {d:.6g} with ρ ≥ 1e-300 (the ε of "
+                "ρ = 1e-300 is larger): raise the target or δ"
+            )
     while excess(hi) <= 0.0:
         hi += 4.0
+        if hi > ceiling:
+            return math.exp(ceiling)
     root = optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)
     while excess(root) > 0.0:
         root = math.nextafter(root, -math.inf)

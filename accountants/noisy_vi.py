@@ -61,6 +61,7 @@ from .reports import (
     RdpCurve,
     Recommendation,
     Release,
+    UtilityBound,
     UtilityReport,
 )
 from .synthetic.bilinear import BilinearProblem
@@ -541,10 +542,11 @@ def calibration_report(
     noise: Noise,
     conventions: Conventions,
     releases: tuple[Release, ...],
-    utility: UtilityReport,
+    utility: UtilityReport | None,
     paper: PaperCalibration,
     recommended: tuple[Recommendation, ...],
     notes: Sequence[str],
+    utility_reason: str | None = None,
 ) -> CalibrationReport:
     return CalibrationReport(
         algorithm=algorithm,
@@ -560,7 +562,7 @@ def calibration_report(
         noise=noise,
         conventions=conventions,
         utility=utility,
-        utility_reason=None,
+        utility_reason=None if utility is not None else utility_reason,
         paper=paper,
         paper_reason=None,
         calibrated_parameter="noise_multiplier",
@@ -570,6 +572,23 @@ def calibration_report(
         releases=releases,
         recommended=recommended,
     )
+
+
+def finite_bounds(compute: Callable[[], list[UtilityBound]], scale_fields: str) -> list[UtilityBound]:
+    """The utility bounds ``compute`` gives, or an error naming the fields to rescale when a bound is not a finite
+    number (it overflows, or divides by an underflowed constant: vacuous at these scales)."""
+    try:
+        bounds = compute()
+    except (ZeroDivisionError, OverflowError):
+        bounds = []
+    if not bounds or not all(math.isfinite(b.value) for b in bounds):
+        raise ParameterError.single(
+            "params",
+            "the predicted utility bounds are not representable in floating point at these scales (check "
+            f"{scale_fields})",
+            f"values of {scale_fields} whose products stay within [1e-300, 1e300]",
+        )
+    return bounds
 
 
 # -- simulation on bilinear saddle points ------------------------------------------------------------------------------

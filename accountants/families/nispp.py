@@ -278,6 +278,15 @@ def setting(p: NisppParams, z: float | None = None) -> Setting:
         nu, nu_rule = default_tolerance(p, lam)
         applied.append(Recommendation("inner_tolerance", nu, nu_rule, True))
     delta_value, general = sensitivity(p.lipschitz, lam, p.batch_size, nu, p.sensitivity_form)
+    a = p.lipschitz / (lam * p.batch_size)
+    if not (1e-300 < a < 1e300 and delta_value < 1e300):
+        raise ParameterError.single(
+            "regularization" if p.regularization is not None else "lipschitz",
+            f"gives a sensitivity M/(λB) = {a:.3g} (Δ = {delta_value:.3g}, λ = {lam:.3g}) outside the floating-point "
+            "range",
+            "values with 1e-300 < M/(λB) and Δ < 1e300",
+            lam if p.regularization is not None else p.lipschitz,
+        )
     if z is None:
         z = noisy_vi.resolve_multiplier(None, p.noise_std, delta_value)
     return Setting(lam, nu, delta_value, general, z, tuple(applied))
@@ -523,12 +532,15 @@ class Nispp(AlgorithmFamily):
             p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
         answer, paper = noisy_vi.calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
         s = setting(p, answer.noise_multiplier)
-        utility = UtilityReport(
-            self.id,
-            tuple(utility_bounds(p, s)) + tuple(rate_bounds(p, target_epsilon, delta)),
-            None,
-            s.applied,
-        )
+        utility: UtilityReport | None = None
+        reason = None
+        try:
+            bounds = noisy_vi.finite_bounds(
+                lambda: utility_bounds(p, s) + rate_bounds(p, target_epsilon, delta), _SCALES
+            )
+            utility = UtilityReport(self.id, tuple(bounds), None, s.applied)
+        except ParameterError as error:
+            reason = str(error)
         return noisy_vi.calibration_report(
             self.id,
             answer,
@@ -541,12 +553,17 @@ class Nispp(AlgorithmFamily):
             paper,
             s.applied + tuple(r for r in _advice(p, target_epsilon, delta) if (r.name, r.value) not in _shown(s)),
             ignored + _notes(p, s),
+            reason,
         )
 
     def utility(self, params: Mapping[str, Any] | NisppParams) -> UtilityReport:
         p: NisppParams = self.parse(params)
         s = setting(p)
-        return UtilityReport(self.id, tuple(utility_bounds(p, s)), None, s.applied)
+        bounds = noisy_vi.finite_bounds(lambda: utility_bounds(p, s), _SCALES)
+        return UtilityReport(self.id, tuple(bounds), None, s.applied)
+
+
+_SCALES = "lipschitz, smoothness, diameter, regularization and the noise"
 
 
 def _shown(s: Setting) -> set[tuple[str, Any]]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import noisy_vi
-from ..errors import FieldIssue
+from ..errors import FieldIssue, ParameterError
 from ..noisy_vi import NoisyReleases, PaperStatement
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
 from ..registry import AlgorithmFamily, BoundInfo, register
@@ -162,6 +162,15 @@ class NsegParams(ParamsModel):
                         self.steps,
                     )
                 )
+        if not 2.0 * self.lipschitz / self.batch_size > 1e-300:
+            issues.append(
+                FieldIssue(
+                    ("lipschitz",),
+                    "the sensitivity 2M/B underflows the floating-point range",
+                    f"a finite number > {0.5e-300 * self.batch_size:.3g}",
+                    self.lipschitz,
+                )
+            )
         if self.noise_multiplier is not None and self.noise_std is not None:
             issues.append(
                 FieldIssue(
@@ -212,7 +221,7 @@ def default_stepsize(p: NsegParams, sigma: float) -> tuple[float, str]:
     M, L, D, d, n = p.lipschitz, p.smoothness, p.diameter, p.dimension, p.dataset_size
     steps = p.steps_and_rule()[0]
     if p.passes == "single":
-        x = d * sigma * sigma / (M * M)
+        x = d * (sigma / M) ** 2
         gamma = D / (M * math.sqrt(7.0 * steps * (1.0 + x)))
         cap = math.inf if L == 0 else 1.0 / (math.sqrt(3.0) * L)
         return min(gamma, cap), (
@@ -408,10 +417,23 @@ class Nseg(AlgorithmFamily):
             p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
         answer, paper = noisy_vi.calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
         z = answer.noise_multiplier
-        utility = self.utility(p.model_copy(update={"noise_multiplier": z}))
-        utility = UtilityReport(
-            self.id, utility.bounds + tuple(rate_bounds(p, target_epsilon, delta)), None, utility.recommended
-        )
+        sigma = z * p.sensitivity
+        utility: UtilityReport | None = None
+        reason = None
+        applied: list[Recommendation] = []
+        try:
+            gamma, applied = _stepsize(p, sigma)
+            bounds = noisy_vi.finite_bounds(
+                lambda: utility_bounds(p, sigma, gamma) + rate_bounds(p, target_epsilon, delta), _SCALES
+            )
+            utility = UtilityReport(self.id, tuple(bounds), None, tuple(applied))
+        except ParameterError as error:
+            reason = str(error)
+        advice = [
+            r
+            for r in _advice(p, target_epsilon, delta)
+            if (r.name, r.value) not in {(a.name, a.value) for a in applied}
+        ]
         return noisy_vi.calibration_report(
             self.id,
             answer,
@@ -422,8 +444,9 @@ class Nseg(AlgorithmFamily):
             _releases(p, z),
             utility,
             paper,
-            tuple(utility.recommended) + tuple(_advice(p, target_epsilon, delta)),
+            tuple(applied) + tuple(advice),
             notes,
+            reason,
         )
 
     def utility(self, params: Mapping[str, Any] | NsegParams) -> UtilityReport:
@@ -431,7 +454,11 @@ class Nseg(AlgorithmFamily):
         z = noisy_vi.resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
         sigma = z * p.sensitivity
         gamma, recommended = _stepsize(p, sigma)
-        return UtilityReport(self.id, tuple(utility_bounds(p, sigma, gamma)), None, tuple(recommended))
+        bounds = noisy_vi.finite_bounds(lambda: utility_bounds(p, sigma, gamma), _SCALES)
+        return UtilityReport(self.id, tuple(bounds), None, tuple(recommended))
+
+
+_SCALES = "lipschitz, diameter, stepsize and the noise"
 
 
 def _stepsize(p: NsegParams, sigma: float) -> tuple[float, list[Recommendation]]:
@@ -442,6 +469,12 @@ def _stepsize(p: NsegParams, sigma: float) -> tuple[float, list[Recommendation]]
     if p.stepsize is not None:
         return p.stepsize, recommended
     gamma, rule = default_stepsize(p, sigma)
+    if not 0.0 < gamma < math.inf:
+        raise ParameterError.single(
+            "stepsize",
+            f"the default step size ({rule}) is not a finite positive number at these scales: give stepsize",
+            "a finite number > 0",
+        )
     recommended.append(Recommendation("stepsize", gamma, rule, True))
     return gamma, recommended
 
