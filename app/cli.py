@@ -273,9 +273,14 @@ def _summary(command: str, answer: Any) -> str:
     for r in getattr(answer, "recommended", []):
         lines.append(f"  recommended: {r.name} = {r.value} ({r.rule}){'' if r.applied else ' [advice]'}")
     for a in answer.accountants:
+        at = (
+            f" at {answer.calibrated_parameter} = {a.calibrated_value:.7g}"
+            if command == "calibrate" and a.calibrated_value is not None
+            else ""
+        )
         lines.append(
             f"  {a.name:6} "
-            + (f"ε = {a.epsilon:.6g} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
+            + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
         )
     lines += [f"  warning: {w}" for w in answer.warnings]
     return "\n".join(lines)
