@@ -51,8 +51,8 @@ from ..reports import (
 from ..synthetic.bilinear import BilinearProblem
 from ..verification import Plan
 
-MAX_COUNT = 10**12
-MAX_STEPS = 10**15
+MAX_COUNT = noisy_vi.MAX_COUNT
+MAX_STEPS = noisy_vi.MAX_STEPS
 MAX_INNER_ITERATIONS = 10_000
 SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
 
@@ -60,7 +60,7 @@ SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points
 class NisppParams(ParamsModel):
     """Hyperparameters of NISPP (seed 000, Algorithm 2)."""
 
-    dataset_size: Count = param("Number of records.", symbol="n", unit="records", example=10000, ge=1, le=MAX_COUNT)
+    dataset_size: Count = noisy_vi.dataset_size_field()
     batch_size: Count = param(
         "Records per iteration (the expected number under Poisson sampling).",
         symbol="B",
@@ -83,32 +83,11 @@ class NisppParams(ParamsModel):
         example=454,
         default=None,
     )
-    sampling: Literal["poisson", "uniform"] = param(
-        "Multi pass only: poisson (default; each record with probability B/n, the sum divided by B) or uniform (B "
-        "distinct records, the paper's scheme; the looser Wang–Balle–Kasiviswanathan bound).",
-        example="poisson",
-        default="poisson",
-    )
-    lipschitz: float = param(
-        "Bound on the operator: sup over W of ‖F_β(w)‖ for every record.",
-        symbol="M",
-        unit="operator units",
-        example=2.414,
-        gt=0,
-        le=1e12,
-    )
-    smoothness: float = param(
-        "Lipschitz constant of the operator F_β.",
-        symbol="L",
-        unit="operator units per parameter unit",
-        example=1.0,
-        ge=0,
-        le=1e12,
-    )
-    diameter: float = param(
-        "Diameter of the feasible set W.", symbol="D", unit="parameter units", example=2.828, gt=0, le=1e12
-    )
-    dimension: Count = param("Dimension of W.", symbol="d", unit="coordinates", example=10, ge=1, le=MAX_COUNT)
+    sampling: Literal["poisson", "uniform"] = noisy_vi.sampling_field()
+    lipschitz: float = noisy_vi.lipschitz_field()
+    smoothness: float = noisy_vi.smoothness_field()
+    diameter: float = noisy_vi.diameter_field()
+    dimension: Count = noisy_vi.dimension_field()
     regularization: float | None = param(
         "Proximal weight λ of every subproblem (γ_k = 1). Default: the paper's λ₀ (Corollary 2 / Theorem 7) written "
         "through the noise multiplier; required when the noise is given as noise_std.",
@@ -158,25 +137,15 @@ class NisppParams(ParamsModel):
     )
 
     def check(self) -> list[FieldIssue]:
-        issues = []
+        issues = noisy_vi.common_issues(self)
         n, b = self.dataset_size, self.batch_size
-        if b > n:
-            issues.append(FieldIssue(("batch_size",), "must not exceed dataset_size", f"an integer in [1, {n}]", b))
-        elif self.passes == "single" and self.steps is not None and self.steps * b > n:
+        if self.passes == "single" and b <= n and self.steps is not None and self.steps * b > n:
             issues.append(
                 FieldIssue(
                     ("steps",),
                     "single pass uses steps·batch_size distinct records: KB must not exceed dataset_size",
                     f"an integer in [1, {n // b}]",
                     self.steps,
-                )
-            )
-        if self.noise_multiplier is not None and self.noise_std is not None:
-            issues.append(
-                FieldIssue(
-                    ("noise_std",),
-                    "give noise_multiplier or noise_std, not both",
-                    "at most one of noise_multiplier, noise_std",
                 )
             )
         if self.noise_std is not None and self.regularization is None:
@@ -646,28 +615,11 @@ def _notes(p: NisppParams, s: Setting) -> list[str]:
             "inner_tolerance exceeds 2M²/(λB²): Prop. 9's sensitivity is then above the paper's 4M/(λB), and the "
             "noise grows with it"
         )
-    if p.passes == "single" and p.sampling != "poisson":
-        notes.append("sampling applies to the multi-pass variant only; ignored for passes='single'")
-    if p.passes == "multi" and p.sampling == "poisson":
-        notes.append(
-            "multi pass is accounted for Poisson sampling (rate B/n); the paper draws uniform subsets: implement "
-            "Poisson batches, or set sampling='uniform' for the (looser) bound that covers the paper's scheme"
-        )
+    notes += noisy_vi.sampling_notes(p.releases(), "uniform subsets")
     return notes
 
 
 # -- simulation ----------------------------------------------------------------------------------------------------
-
-
-class NisppProblem(ParamsModel):
-    """The synthetic problem of an nispp verification job."""
-
-    kind: Literal["bilinear"] = param(
-        "bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (spec §7.5) with ‖A‖ = smoothness, "
-        "radius diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz; closed-form gap.",
-        example="bilinear",
-        default="bilinear",
-    )
 
 
 class NisppSimulator(noisy_vi.BilinearSimulator):
@@ -679,7 +631,7 @@ class NisppSimulator(noisy_vi.BilinearSimulator):
     release is the analytic Gaussian's at μ = 2·min{M/(λB), R}/σ.
     """
 
-    problem_model = NisppProblem
+    problem_model = noisy_vi.BilinearProblemSettings
     algorithm = "nispp"
 
     def audit_support(self, p: NisppParams) -> str | None:

@@ -51,15 +51,15 @@ from ..reports import (
 from ..synthetic.bilinear import BilinearProblem
 from ..verification import Plan
 
-MAX_COUNT = 10**12
-MAX_STEPS = 10**15
+MAX_COUNT = noisy_vi.MAX_COUNT
+MAX_STEPS = noisy_vi.MAX_STEPS
 SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
 
 
 class NsegParams(ParamsModel):
     """Hyperparameters of NSEG (seed 000, Algorithm 1)."""
 
-    dataset_size: Count = param("Number of records.", symbol="n", unit="records", example=10000, ge=1, le=MAX_COUNT)
+    dataset_size: Count = noisy_vi.dataset_size_field()
     batch_size: Count = param(
         "Records per operator evaluation (the expected number under Poisson sampling).",
         symbol="B",
@@ -81,34 +81,11 @@ class NsegParams(ParamsModel):
         example=500,
         default=None,
     )
-    sampling: Literal["poisson", "uniform"] = param(
-        "Multi pass only: how each batch is drawn. poisson (default): each record independently with probability "
-        "B/n, the sum divided by B. uniform: B distinct records uniformly at random (the paper's scheme), accounted "
-        "with the looser Wang–Balle–Kasiviswanathan bound.",
-        example="poisson",
-        default="poisson",
-    )
-    lipschitz: float = param(
-        "Bound on the operator: sup over W of ‖F_β(w)‖ for every record (for a saddle point: f_β is M-Lipschitz in x "
-        "and in y).",
-        symbol="M",
-        unit="operator units",
-        example=2.414,
-        gt=0,
-        le=1e12,
-    )
-    smoothness: float = param(
-        "Lipschitz constant of the operator F_β (for a saddle point L = √(L_x² + L_y²)).",
-        symbol="L",
-        unit="operator units per parameter unit",
-        example=1.0,
-        ge=0,
-        le=1e12,
-    )
-    diameter: float = param(
-        "Diameter of the feasible set W.", symbol="D", unit="parameter units", example=2.828, gt=0, le=1e12
-    )
-    dimension: Count = param("Dimension of W.", symbol="d", unit="coordinates", example=10, ge=1, le=MAX_COUNT)
+    sampling: Literal["poisson", "uniform"] = noisy_vi.sampling_field()
+    lipschitz: float = noisy_vi.lipschitz_field()
+    smoothness: float = noisy_vi.smoothness_field()
+    diameter: float = noisy_vi.diameter_field()
+    dimension: Count = noisy_vi.dimension_field()
     stepsize: float | None = param(
         "Step size γ. Default: Corollary 1's (single pass) or Theorem 4's (multi pass) recommendation.",
         symbol="γ",
@@ -139,11 +116,9 @@ class NsegParams(ParamsModel):
     )
 
     def check(self) -> list[FieldIssue]:
-        issues = []
+        issues = noisy_vi.common_issues(self)
         n, b = self.dataset_size, self.batch_size
-        if b > n:
-            issues.append(FieldIssue(("batch_size",), "must not exceed dataset_size", f"an integer in [1, {n}]", b))
-        elif self.passes == "single":
+        if self.passes == "single" and b <= n:
             if self.steps is None and 2 * b > n:
                 issues.append(
                     FieldIssue(
@@ -169,14 +144,6 @@ class NsegParams(ParamsModel):
                     "the sensitivity 2M/B underflows the floating-point range",
                     f"a finite number > {0.5e-300 * self.batch_size:.3g}",
                     self.lipschitz,
-                )
-            )
-        if self.noise_multiplier is not None and self.noise_std is not None:
-            issues.append(
-                FieldIssue(
-                    ("noise_std",),
-                    "give noise_multiplier or noise_std, not both",
-                    "at most one of noise_multiplier, noise_std",
                 )
             )
         return issues
@@ -544,29 +511,10 @@ def _releases(p: NsegParams, z: float) -> tuple[Release, ...]:
 
 
 def _notes(p: NsegParams) -> list[str]:
-    notes = []
-    if p.passes == "single" and p.sampling != "poisson":
-        notes.append("sampling applies to the multi-pass variant only; ignored for passes='single'")
-    if p.passes == "multi" and p.sampling == "poisson":
-        notes.append(
-            "multi pass is accounted for Poisson sampling (rate B/n); the paper draws uniform indices: implement "
-            "Poisson batches, or set sampling='uniform' for the (looser) bound that covers the paper's scheme"
-        )
-    return notes
+    return noisy_vi.sampling_notes(p.releases(), "uniform indices")
 
 
 # -- simulation ----------------------------------------------------------------------------------------------------
-
-
-class NsegProblem(ParamsModel):
-    """The synthetic problem of an nseg verification job."""
-
-    kind: Literal["bilinear"] = param(
-        "bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (spec §7.5) with ‖A‖ = smoothness, "
-        "radius diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz; closed-form gap.",
-        example="bilinear",
-        default="bilinear",
-    )
 
 
 class NsegSimulator(noisy_vi.BilinearSimulator):
@@ -577,7 +525,7 @@ class NsegSimulator(noisy_vi.BilinearSimulator):
     Multi pass runs on one dataset of n records per trial, sampled as ``sampling`` says.
     """
 
-    problem_model = NsegProblem
+    problem_model = noisy_vi.BilinearProblemSettings
     algorithm = "nseg"
 
     def resolve(self, p: NsegParams, sigma: float) -> dict[str, Any]:
