@@ -44,7 +44,7 @@ from scipy import optimize
 from . import validation as check
 from .calibration import calibrate_rdp
 from .conversions import DEFAULT_ORDERS, epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon
-from .errors import FieldIssue, ParameterError, UnsupportedAccountantError
+from .errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
 from .events import GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from .mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier, gdp_epsilon
 from .params import ParamsModel, param, resolve_noise_multiplier
@@ -212,6 +212,10 @@ class PaperStatement:
     def multiplier(self, epsilon: float, delta: float) -> float:
         """dpcal's multiplier z at which the paper prescribes its noise for (ε, δ) (z·scale(z) increases with z)."""
         paper = self.coefficient(delta) / epsilon
+        if not paper <= 1e300:
+            raise CalibrationError(
+                f"target_epsilon {epsilon:.3g} is too small: the paper's noise multiplier overflows floating point"
+            )
         if self.scale is None:
             return paper
 

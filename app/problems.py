@@ -154,6 +154,24 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
         problem = ApiProblem(exc.status_code, slug, titles.get(exc.status_code, "HTTP error"), str(exc.detail))
         return problem_response(request, problem, headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(ArithmeticError)
+    async def _arithmetic(request: Request, exc: ArithmeticError) -> JSONResponse:
+        # A safety net: the families refuse values outside double precision by name; anything that still divides by
+        # an underflowed zero or overflows is answered as a 422 (never a 500) and logged so the rule can be added.
+        _log.warning("arithmetic error on %s: %r", request.url.path, exc, exc_info=exc)
+        message = (
+            f"cannot be evaluated in double precision ({type(exc).__name__}: {exc}); rescale the parameters so their "
+            "products and quotients stay between 1e-300 and 1e300 (if your values are ordinary, please report this)"
+        )
+        problem = ApiProblem(
+            422,
+            "numerical-range",
+            "Parameters outside the numerical range",
+            "the combination of parameters " + message,
+            errors=[{"loc": ["params"], "message": message, "allowed": "values within double-precision range"}],
+        )
+        return problem_response(request, problem)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # pragma: no cover - a bug if reached
         _log.exception("unhandled error on %s", request.url.path)

@@ -343,3 +343,34 @@ def test_algorithm_without_simulator_is_a_4xx_naming_those_with_one(tmp_path):
             app.state.jobs.stop()
     finally:
         del _REGISTRY["dp-sgd-no-simulator"]
+
+
+def test_arithmetic_errors_escaping_a_family_are_a_422_not_a_500(tmp_path):
+    """The safety net for values outside double precision that no family rule caught yet: 422, never 500."""
+    from accountants.families.dp_sgd import DpSgd
+    from accountants.registry import _REGISTRY, register
+    from app.main import create_app
+
+    class Fragile(DpSgd):
+        id = "dp-sgd-fragile"
+
+        def privacy(self, params, delta, accountant="best", orders=None, refine=True):
+            return 1.0 / 0.0
+
+    register(Fragile)
+    try:
+        app = create_app(Settings(jobs_db=str(tmp_path / "fragile.sqlite3")))
+
+        async def post():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as client:
+                params = {"dataset_size": 10, "batch_size": 10, "steps": 1, "noise_multiplier": 1.0}
+                return await client.post(
+                    "/v1/privacy", json={"algorithm": "dp-sgd-fragile", "delta": 1e-5, "params": params}
+                )
+
+        problem = assert_problem(asyncio.run(post()), 422, ("params",))
+        assert problem["type"].endswith("numerical-range") and "ZeroDivisionError" in problem["detail"]
+        if getattr(app.state, "jobs", None) is not None:
+            app.state.jobs.stop()
+    finally:
+        del _REGISTRY["dp-sgd-fragile"]

@@ -190,6 +190,16 @@ class LastIterateParams(ParamsModel):
                     "at most one of noise_multiplier, noise_std",
                 )
             )
+        scale = self.stepsize * self.clip_norm / self.batch_size
+        if not (self.stepsize * self.stepsize > 1e-300 and scale > 1e-300):
+            issues.append(
+                FieldIssue(
+                    ("stepsize",),
+                    "stepsize² and the noise unit stepsize·clip_norm/batch_size underflow the floating-point range",
+                    f"a number ≥ {max(1e-150, 1e-300 * self.batch_size / self.clip_norm):.3g}",
+                    self.stepsize,
+                )
+            )
         if self.epochs is not None and self.steps is None and _steps(self)[0] < 1:
             issues.append(FieldIssue(("epochs",), "gives zero steps", "epochs ≥ batch_size/dataset_size", self.epochs))
         return issues
@@ -285,17 +295,26 @@ def bounds_for(p: LastIterateParams, steps: int) -> list[LinearBound]:
     else:
         step_ok, limit = (small_unclipped, unclipped_limit) if inactive else (small_clipped, clipped_limit)
         factor = math.sqrt(1.0 + x) * (1.0 if inactive else math.sqrt(2.0))
-        k22 = 0.5 * (factor * p.diameter * b / (lam * C) + 2.0) ** 2
-        conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok)
+        ratio = factor * p.diameter * b / (lam * C)
+        representable = Assumption(
+            "coefficient ½(√(1+x)·d_h·b/(λC) + 2)² within floating point", ratio < 1e150, f"d_h·b/(λC) ≈ {ratio:.3g}"
+        )
+        k22 = 0.5 * (ratio + 2.0) ** 2 if representable.holds else math.inf
+        conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok, representable)
         label = "L_λ (condition (18))" if inactive else "√2·L_λ (clipping may be active; erratum 3)"
         out.append(
             LinearBound(
                 f"Theorem 2.2 (bounded domain, {label})",
                 f"{SOURCE}, Theorem 2.2, eq. (16)",
-                k22 if step_ok.holds else None,
+                k22 if step_ok.holds and representable.holds else None,
                 conditions,
                 "last iterate",
-                None if step_ok.holds else f"stepsize {lam:.6g} > {limit:.6g}",
+                None
+                if step_ok.holds and representable.holds
+                else "; ".join(
+                    [f"stepsize {lam:.6g} > {limit:.6g}"] * (not step_ok.holds)
+                    + ["vacuous: its coefficient overflows floating point"] * (not representable.holds)
+                ),
             )
         )
 
@@ -570,7 +589,8 @@ class DpSgdLastIterate(AlgorithmFamily):
 
 def corollary_c2_ell_bar(m: float, M: float) -> float:
     """ℓ̄(m) = log 2 / log(1 + m·λ̄), λ̄ = 1/(2(M+m)): Corollary C.2 needs at least this many steps per pass."""
-    return math.log(2.0) / math.log1p(m / (2.0 * (M + m)))
+    rate = math.log1p(m / (2.0 * (M + m)))
+    return math.log(2.0) / rate if rate > 0.0 else math.inf  # m·λ̄ underflows: no finite ℓ̄
 
 
 def corollary_c2_sigma(alpha: float, epsilon: float, p: LastIterateParams, passes: int) -> tuple[float, float]:
@@ -606,6 +626,17 @@ def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: fl
     ell_bar = corollary_c2_ell_bar(m, M)
     sigma, printed = corollary_c2_sigma(alpha, rdp_epsilon, p, passes)
     z = sigma * p.batch_size / (lam * p.clip_norm)
+    if not (math.isfinite(ell_bar) and NOISE_MULTIPLIER_RANGE[0] <= z <= NOISE_MULTIPLIER_RANGE[1]):
+        return PaperCalibration(
+            source,
+            None,
+            None,
+            None,
+            None,
+            False,
+            f"Corollary C.2's prescription (ℓ̄ = {ell_bar:.3g}, noise multiplier {z:.3g}) is outside the range dpcal "
+            "evaluates at these constants",
+        )
     prescribed = p.model_copy(
         update={"stepsize": lam, "noise_multiplier": z, "noise_std": None, "clipping": "inactive"}
     )
