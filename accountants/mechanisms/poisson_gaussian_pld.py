@@ -1,0 +1,476 @@
+"""Poisson-subsampled Gaussian, add/remove-one neighbours: a sound, numerically tight privacy-loss-distribution (PLD)
+accountant for ``steps``-fold adaptive composition.
+
+Conventions: sampling rate q ∈ (0, 1], sensitivity 1, noise std z (= ``noise_multiplier``); μ₀ = N(0, z²),
+μ₁ = N(1, z²). A pair (P, Q) has privacy loss L = log(dP/dQ) under P and hockey-stick profile
+δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = +∞). Add/remove-one adjacency has two dominating pairs (Zhu, Dong & Wang 2022,
+"Optimal accounting of DP via characteristic function"; dp_accounting's design): *remove* P = (1−q)μ₀ + qμ₁ vs
+Q = μ₀ and *add* P = μ₀ vs Q = (1−q)μ₀ + qμ₁. Adaptive composition of T steps is dominated by the T-fold products
+(ZDW22, composition of dominating pairs), whose loss is the sum of T independent losses, so
+δ_T(ε) = max over the two directions of E[(1 − e^{ε−S_T})₊] with S_T = L₁ + … + L_T. For q = 1 both directions
+are the Gaussian pair (Balle & Wang 2018), and only one is computed.
+
+Every reported δ is an **upper bound**; the argument, step by step:
+
+1. *Connect-the-dots discretisation* (Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022, "Connect the dots";
+   the pessimistic mode of dp_accounting's ``PLDAccountant``). On the grid ε_j = jΔ, the outcome
+   mass of each bin {ε_j ≤ L < ε_{j+1}} is split between the two knots so that its P- and Q-mass are preserved:
+   b_j = E_P[(1 − e^{ε_j − L}) 1_bin] / (1 − e^{−Δ}) goes up to ε_{j+1}, the rest stays at ε_j. The profile of the
+   result, as a function of e^ε, is the chordal interpolation of the (convex) true profile, hence above it for every
+   ε: a dominating pair, so the composition of the discretised pairs dominates the true composition. Loss below the
+   lowest knot is moved up to it, loss above the highest knot goes to the atom at +∞ (Meiser & Mohammadi 2018's
+   pessimistic privacy buckets).
+2. *Stochastic dominance carries everything else.* g(s) = (1 − e^{ε−s})₊ is non-decreasing, so any array whose
+   tail sums Σ_{s_j > s} p_j (+ atom at ∞) are ≥ those of the exact array gives a larger E[g], and this order is
+   preserved by convolution (for non-negative measures, of any total mass). Each numerical step below is made to
+   move mass only **up**:
+   * single step: the survival P(L ≥ ε_j) is computed with a relative margin 2ρ (ρ = 1e-12: the assumed accuracy of
+     scipy's ``ndtr`` including the rounding of its argument, ≈ u·x² ≤ 2e-13 for |x| ≤ 40, beyond which the tails
+     underflow) and b_j is rounded up by an explicit bound on its cancellation error (it is a difference of Gaussian
+     masses); 4u absorbs the rounding of the masses themselves;
+   * truncation of each composed array (Koskela, Jälkö & Honkela 2020 truncate symmetrically; we do it
+     pessimistically as dp_accounting): lower-tail mass (≤ ``tail_mass``, or ≤ the FFT error bound of that
+     convolution, whose clipped noise would otherwise keep the support from shrinking) is added to the lowest kept
+     point — sound; it only costs tightness, at most that mass times the number of copies of the array, in δ —
+     and upper-tail mass to the atom at ∞, where it counts in every reported δ; its budget is ``tail_mass`` divided
+     by the number of copies of that array in the final result (so the ∞ atom grows by ≤ ~``tail_mass``·log₂T);
+   * FFT convolution (Koskela et al. 2020; composition by repeated squaring, O(log T) FFTs): the computed convolution
+     differs from the exact one by ‖e‖₂ ≤ (3η + 6u)(‖a‖₂‖b‖₁ + ‖a‖₁‖b‖₂) with η = 10·u·⌈log₂ n⌉ the relative L2
+     error of one FFT of length n (Higham 2002, Thm. 24.2, constant rounded up); negative values are clipped (which
+     moves each entry towards the exact one) and ‖e‖₁ ≤ √m‖e‖₂ (m kept entries) is added to the atom at ∞;
+   * the atom at ∞ of a convolution is bounded by i_a·M_b + i_b·M_a (total masses M), and the final sum for δ(ε) is
+     inflated by (1 + 1e-12) for summation error.
+3. *Bounded work.* The grid Δ is the requested ``value_discretization`` unless the estimated width of the composed
+   loss (single-step range, or 24 standard deviations of the T-fold sum) needs more than ``max_points`` points;
+   then Δ is enlarged, and if a composed array still outgrows ``max_points`` it is coarsened pessimistically
+   (rounding indices up). The Δ actually used and the number of coarsenings are reported.
+
+ε(δ) is the smallest ε ≥ 0 whose bounded δ(ε) (max of the directions) is ≤ δ, solved exactly between grid points
+(the profile of a discrete PLD is A − e^ε·B there) and then checked; if the atom at ∞ is already ≥ δ, no finite ε
+is certified and :class:`ParameterError` on ``delta`` is raised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft, special
+
+from .. import validation as check
+from ..errors import ParameterError
+
+DEFAULT_VALUE_DISCRETIZATION = 1e-4
+DEFAULT_MAX_POINTS = 1 << 20
+DEFAULT_TAIL_MASS = 1e-15
+_U = np.finfo(float).eps / 2.0
+_RHO = 1e-12
+"""Assumed relative accuracy of each Gaussian tail value (scipy ``ndtr``), argument rounding included."""
+_SUM_MARGIN = 1e-12
+
+
+@dataclass(frozen=True)
+class DiscretePld:
+    """A non-negative measure on the grid {(offset + i)·Δ} plus an atom at +∞ (``infinity``, error margins included)."""
+
+    offset: int
+    probs: np.ndarray
+    infinity: float
+
+    def total(self) -> float:
+        return float(self.probs.sum()) * (1.0 + _SUM_MARGIN) + self.infinity
+
+
+# -- step 1: one step, connect-the-dots ------------------------------------------------------------------------------
+
+
+def _min_tail(x: np.ndarray) -> np.ndarray:
+    return special.ndtr(-np.abs(x))
+
+
+def _std_mass(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """N(0, 1) mass of [lo, hi] (lo ≤ hi, ±∞ allowed) without cancelling tails, and a bound on its error."""
+    both_right = lo >= 0.0
+    both_left = hi <= 0.0
+    with np.errstate(invalid="ignore"):
+        right = special.ndtr(-lo) - special.ndtr(-hi)
+        left = special.ndtr(hi) - special.ndtr(lo)
+        middle = 1.0 - special.ndtr(lo) - special.ndtr(-hi)
+    mass = np.where(both_right, right, np.where(both_left, left, middle))
+    mass = np.maximum(mass, 0.0)
+    err = _RHO * (_min_tail(lo) + _min_tail(hi)) + 2.0 * _U * np.where(both_right | both_left, mass, 1.0)
+    return mass, err
+
+
+def _times_w(log_abs_w: np.ndarray, sign_w: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """w·m for m ≥ 0 without overflow of w (0 where m = 0)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(m > 0.0, sign_w * np.exp(log_abs_w + np.log(np.where(m > 0.0, m, 1.0))), 0.0)
+
+
+def _single_step(q: float, z: float, grid: float, first: int, last: int, remove: bool) -> DiscretePld:
+    """Pessimistic connect-the-dots PLD of one step on knots first·Δ … last·Δ (see the module docstring, step 1)."""
+    eps = np.arange(first, last + 1, dtype=float) * grid
+    # w(ε) = e^{(2x−1)/(2z²)} at the outcome x whose loss is ε, i.e. w = (e^{±ε} − (1 − q))/q, kept as sign and
+    # log|w| (it overflows for tiny z); x = z² log w + ½, and x = −∞ where w ≤ 0 (no outcome has that loss)
+    signed = eps if remove else -eps
+    big = signed > 700.0
+    with np.errstate(divide="ignore", over="ignore"):
+        direct = np.expm1(np.where(big, 0.0, signed)) + q
+        log_abs_w = np.where(
+            big, signed + np.log1p(-(1.0 - q) * np.exp(-np.where(big, signed, 0.0))), np.log(np.abs(direct))
+        )
+        log_abs_w = log_abs_w - math.log(q)
+    sign_w = np.where(big, 1.0, np.sign(direct))
+    x = np.where(sign_w > 0.0, z * z * log_abs_w + 0.5, -np.inf)
+    x0, x1 = x / z, (x - 1.0) / z
+    if remove:  # L increasing in x; P = (1−q)μ₀ + qμ₁; {L ≥ ε} = {x ≥ x(ε)}
+        survival = (1.0 - q) * special.ndtr(-x0) + q * special.ndtr(-x1)
+        m0, e0 = _std_mass(x0[:-1], x0[1:])
+        m1, e1 = _std_mass(x1[:-1], x1[1:])
+        w_m0, w_e0 = _times_w(log_abs_w[:-1], sign_w[:-1], m0), _times_w(log_abs_w[:-1], sign_w[:-1], e0)
+        log_kappa = np.zeros(m0.size)
+        numerator = m1 - w_m0  # N_j / (qκ): E_P[(1 − e^{ε_j − L}) 1_bin] = q (ΔΦ₁ − w ΔΦ₀)
+    else:  # L decreasing in x; P = μ₀; {L ≥ ε} = {x ≤ x(ε)}
+        survival = special.ndtr(x0)
+        m0, e0 = _std_mass(x0[1:], x0[:-1])
+        m1, e1 = _std_mass(x1[1:], x1[:-1])
+        w_m0, w_e0 = _times_w(log_abs_w[:-1], sign_w[:-1], m0), _times_w(log_abs_w[:-1], sign_w[:-1], e0)
+        log_kappa = eps[:-1]
+        numerator = w_m0 - m1  # N_j = q e^{ε_j} (w ΔΦ₀ − ΔΦ₁)
+    # a w·ΔΦ₀ that underflows to 0 against an inf w only makes b larger (b is capped by the bin mass below)
+    num_err = e1 + np.abs(w_e0) + (_RHO + 4.0 * _U) * np.abs(w_m0) + 4.0 * _U * m1
+    with np.errstate(over="ignore"):
+        scale = q * np.exp(log_kappa) / -math.expm1(-grid)
+    b_hat = scale * numerator
+    b_err = scale * num_err * (1.0 + 8.0 * _U) + 4.0 * _U * np.abs(b_hat)
+    # survival upper bounds: exact 1 at the lowest knot (everything below is moved up to it), monotone
+    upper = np.minimum(survival * (1.0 + 2.0 * _RHO) + 2.0 * _U, 1.0)
+    upper[0] = 1.0
+    upper = np.maximum.accumulate(upper[::-1])[::-1]
+    bin_mass = upper[:-1] - upper[1:]
+    b = np.clip(b_hat + b_err, 0.0, bin_mass)
+    probs = np.zeros(eps.size)
+    probs[:-1] += bin_mass - b
+    probs[1:] += b
+    # 4u: rounding of the masses themselves (each is within 2u of its share, relative)
+    return DiscretePld(first, probs, float(upper[-1]) + 4.0 * _U)
+
+
+def _knot_range(q: float, z: float, grid: float, remove: bool, tail: float) -> tuple[float, float]:
+    """Loss range [lo, hi] outside of which the outcome mass is ≤ ``tail`` (below: moved up; above: to ∞)."""
+    k = float(-special.ndtri(tail)) + 0.5
+
+    def loss(x: float) -> float:  # log(1 − q + q e^{(2x−1)/(2z²)}), the remove-direction loss
+        u = (2.0 * x - 1.0) / (2.0 * z * z)
+        return u if q == 1.0 else float(np.logaddexp(math.log1p(-q), math.log(q) + u))
+
+    if remove:
+        hi = loss(1.0 + k * z)
+        lo = math.log1p(-q) if q < 1.0 else loss(-k * z)
+    else:
+        lo = -loss(k * z)
+        hi = -math.log1p(-q)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ParameterError.single("noise_multiplier", "is too small for the PLD accountant (loss overflows)")
+    return lo, hi
+
+
+# -- step 2: pessimistic operations on discrete PLDs -----------------------------------------------------------------
+
+
+def _truncate(pld: DiscretePld, lower_tail: float, upper_tail: float) -> DiscretePld:
+    """Drop the outer entries whose mass is ≤ the given tails: the lower part is added to the lowest kept entry, the
+    upper part to the atom at ∞ (both moves are upward)."""
+    p = pld.probs
+    if p.size <= 2:
+        return pld
+    cum = np.cumsum(p)
+    total = cum[-1]
+    lo = int(np.searchsorted(cum, lower_tail, side="right"))
+    upper_cum = total - cum  # mass strictly above index i (approximately)
+    hi = int(np.searchsorted(-upper_cum, -upper_tail, side="left"))
+    lo, hi = min(lo, p.size - 1), max(min(hi, p.size - 1), 0)
+    if hi < lo:
+        lo = hi = int(np.argmax(p))
+        lo = min(lo, hi)
+    below = float(p[:lo].sum())
+    above = float(p[hi + 1 :].sum())
+    kept = p[lo : hi + 1].copy()
+    kept[0] += below
+    margin = 4.0 * _U * (below + above) * max(1, p.size)  # the two sums and the addition, rounded
+    return DiscretePld(pld.offset + lo, kept, pld.infinity + above * (1.0 + _SUM_MARGIN) + margin)
+
+
+def _convolve(a: DiscretePld, b: DiscretePld) -> tuple[DiscretePld, float]:
+    """Convolution by real FFT; rounding error bounded (module docstring, step 2) and added to the atom at ∞.
+    Also returns that bound (the clipped noise floor, which the lower truncation may then absorb)."""
+    m = a.probs.size + b.probs.size - 1
+    n = fft.next_fast_len(m, real=True)
+    fa = fft.rfft(a.probs, n)
+    same = a is b
+    out = fft.irfft(fa * fa if same else fa * fft.rfft(b.probs, n), n)[:m]
+    np.maximum(out, 0.0, out=out)
+    eta = 10.0 * _U * math.ceil(math.log2(max(n, 2)))
+    a1, b1 = float(a.probs.sum()) * (1 + _SUM_MARGIN), float(b.probs.sum()) * (1 + _SUM_MARGIN)
+    a2, b2 = float(np.linalg.norm(a.probs)), float(np.linalg.norm(b.probs))
+    l2 = (3.0 * eta + 6.0 * _U) * (a2 * b1 + a1 * b2) * (1.0 + 1e-6)
+    fft_error = math.sqrt(m) * l2
+    infinity = a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)
+    return DiscretePld(a.offset + b.offset, out, infinity * (1.0 + _SUM_MARGIN) + fft_error), fft_error
+
+
+def _coarsen(pld: DiscretePld, factor: int) -> DiscretePld:
+    """Regrid to spacing factor·Δ, rounding each loss up (index i ↦ ⌈i/factor⌉)."""
+    start = -((-pld.offset) // factor)  # ⌈offset / factor⌉
+    idx = -((-(pld.offset + np.arange(pld.probs.size))) // factor) - start
+    probs = np.bincount(idx, weights=pld.probs)
+    margin = 4.0 * _U * float(pld.probs.sum())
+    return DiscretePld(int(start), probs, pld.infinity + margin)
+
+
+def _delta(pld: DiscretePld, grid: float, epsilon: float) -> float:
+    """Upper bound on E[(1 − e^{ε−S})₊] + mass at ∞ for this discrete PLD."""
+    losses = (pld.offset + np.arange(pld.probs.size)) * grid
+    above = losses > epsilon
+    value = float(np.dot(pld.probs[above], -np.expm1(epsilon - losses[above])))
+    return value * (1.0 + _SUM_MARGIN) + pld.infinity
+
+
+def _epsilon(pld: DiscretePld, grid: float, delta: float) -> float:
+    """Smallest ε ≥ 0 with :func:`_delta` ≤ δ (the upper end of a verified bracket)."""
+    if pld.infinity >= delta:
+        return math.inf
+    if _delta(pld, grid, 0.0) <= delta:
+        return 0.0
+    p = pld.probs
+    losses = (pld.offset + np.arange(p.size)) * grid
+    # tail sums at each knot (approximate, only to locate the knot interval; the answer is verified below)
+    hi = p.size - 1
+    lo = max(int(np.searchsorted(losses, 0.0, side="left")) - 1, 0)
+    if _delta(pld, grid, losses[lo]) <= delta:  # only when losses[0] > 0: the answer lies in [0, losses[0]]
+        hi, lo = lo, -1
+    while hi - lo > 1:  # invariant: δ(losses[hi]) ≤ δ (δ at the top knot is the ∞ atom)
+        mid = (lo + hi) // 2
+        if _delta(pld, grid, losses[mid]) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    # on [losses[hi−1], losses[hi]], δ(ε) = A − e^{ε−s} B with the entries ≥ hi: solve, then verify
+    s = losses[hi]
+    tail = p[hi:]
+    a_sum = float(tail.sum()) * (1.0 + _SUM_MARGIN) + pld.infinity
+    b_sum = float(np.dot(tail, np.exp(s - losses[hi:])))
+    if b_sum > 0.0 and a_sum > delta:
+        eps = s + math.log((a_sum - delta) / b_sum)
+        eps = min(max(eps, losses[hi - 1] if hi > 0 else 0.0, 0.0), s)
+    else:
+        eps = s
+    eps = max(eps, 0.0)
+    step = 1e-12 * max(1.0, abs(eps))
+    while _delta(pld, grid, eps) > delta:
+        if eps >= s:
+            eps = s
+            break
+        eps = min(eps + step, s)
+        step *= 2.0
+    return float(eps)
+
+
+# -- step 3: composition and the accountant --------------------------------------------------------------------------
+
+
+def _loss_variance(pld: DiscretePld, grid: float) -> float:
+    losses = (pld.offset + np.arange(pld.probs.size)) * grid
+    p = pld.probs / max(float(pld.probs.sum()), 1e-300)
+    mean = float(np.dot(p, losses))
+    return float(np.dot(p, (losses - mean) ** 2))
+
+
+def _compose(single: DiscretePld, steps: int, tail_mass: float, max_points: int) -> tuple[DiscretePld, int]:
+    """``steps``-fold self-convolution by repeated squaring, truncating and (if needed) coarsening pessimistically.
+    Returns the result and the coarsening factor applied to the grid."""
+    result: DiscretePld | None = None
+    power = single
+    remaining = steps
+    factor = 1
+    copies = steps  # copies of `power` in the final result, ≈ steps / 2^k
+    while True:
+        if remaining & 1:
+            if result is None:
+                result = power
+            else:
+                product, noise = _convolve(result, power)
+                result = _truncate(product, max(tail_mass, noise), tail_mass)
+        remaining >>= 1
+        if remaining == 0:
+            break
+        copies = max(copies // 2, 1)
+        square, noise = _convolve(power, power)
+        power = _truncate(square, max(tail_mass, noise), tail_mass / copies)
+        while power.probs.size > max_points or (result is not None and result.probs.size > max_points):
+            power = _coarsen(power, 2)
+            result = None if result is None else _coarsen(result, 2)
+            factor *= 2
+    assert result is not None
+    while result.probs.size > max_points:
+        result = _coarsen(result, 2)
+        factor *= 2
+    return result, factor
+
+
+@dataclass(frozen=True)
+class PoissonGaussianPld:
+    """The composed, pessimistic PLDs of T Poisson-subsampled Gaussian steps (both add/remove directions).
+
+    Build once with :meth:`build`, then query :meth:`delta` / :meth:`epsilon` as often as needed.
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+    steps: int
+    value_discretization: float
+    """The grid Δ actually used (≥ the one requested; enlarged to respect ``max_points``)."""
+    coarsenings: int
+    """How many times a composed array was regridded (pessimistically) to 2Δ; 0 in the usual case."""
+    remove: DiscretePld
+    add: DiscretePld | None
+    """None for q = 1 (the two directions coincide)."""
+
+    @classmethod
+    def build(
+        cls,
+        sampling_rate: float,
+        noise_multiplier: float,
+        steps: int,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        max_points: int = DEFAULT_MAX_POINTS,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PoissonGaussianPld:
+        q = check.probability("sampling_rate", sampling_rate)
+        z = check.noise_multiplier("noise_multiplier", noise_multiplier)
+        t = check.positive_int("steps", steps)
+        grid = check.positive("value_discretization", value_discretization)
+        points = check.positive_int("max_points", max_points)
+        if points < 1024:
+            raise ParameterError.single("max_points", "must be >= 1024", ">= 1024", max_points)
+        tail = check.positive("tail_mass", tail_mass)
+        if tail >= 1e-3:
+            raise ParameterError.single("tail_mass", "must be < 1e-3", "in (0, 1e-3)", tail_mass)
+        directions = (True,) if q == 1.0 else (True, False)
+        single_tail = max(tail / t, 1e-300)
+        ranges = [_knot_range(q, z, grid, remove, single_tail) for remove in directions]
+        width = max(hi - lo for lo, hi in ranges)
+        # estimate the composed width from a coarse single step: single range, or ~24 std of the T-fold sum
+        probe = max(width / 4096.0, grid)
+        spread = 0.0
+        for remove, (lo, hi) in zip(directions, ranges, strict=True):
+            pld = _single_step(q, z, probe, math.floor(lo / probe), math.ceil(hi / probe), remove)
+            spread = max(spread, math.sqrt(t * _loss_variance(pld, probe)))
+        composed = min(t * width, 2.0 * width + 24.0 * spread)
+        grid = max(grid, width / (points / 2), composed / (points / 2))
+        plds = []
+        factor = 1
+        for remove, (lo, hi) in zip(directions, ranges, strict=True):
+            single = _single_step(q, z, grid, math.floor(lo / grid), math.ceil(hi / grid), remove)
+            plds.append(_compose(single, t, tail, points))
+        factor = max(f for _, f in plds)
+        # bring both directions to the same (coarsest) grid
+        aligned = [p if f == factor else _coarsen(p, factor // f) for p, f in plds]
+        return cls(
+            sampling_rate=q,
+            noise_multiplier=z,
+            steps=t,
+            value_discretization=grid * factor,
+            coarsenings=factor.bit_length() - 1,
+            remove=aligned[0],
+            add=aligned[1] if len(aligned) > 1 else None,
+        )
+
+    def _directions(self) -> list[DiscretePld]:
+        return [self.remove] if self.add is None else [self.remove, self.add]
+
+    @property
+    def infinity_mass(self) -> float:
+        """δ can never be certified below this (mass at +∞, truncation and rounding margins included)."""
+        return max(p.infinity for p in self._directions())
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on δ(ε) of the composition (max over remove and add)."""
+        e = check.non_negative("epsilon", epsilon)
+        return min(1.0, max(_delta(p, self.value_discretization, e) for p in self._directions()))
+
+    def epsilon(self, delta: float) -> float:
+        """Upper bound on the smallest ε with δ(ε) ≤ ``delta``; ParameterError if no finite ε is certified."""
+        d = check.delta("delta", delta)
+        eps = max(_epsilon(p, self.value_discretization, d) for p in self._directions())
+        if not math.isfinite(eps):
+            floor = self.infinity_mass
+            allowed = (
+                f"> {floor:.3g} (the PLD's mass at infinity, margins included)"
+                if floor < 1.0
+                else "none: the error margins of this PLD exceed 1 (too many steps for this accountant)"
+            )
+            raise ParameterError.single(
+                "delta",
+                f"is too small: no finite epsilon is certified at this delta; must be {allowed}",
+                allowed,
+                delta,
+            )
+        return eps
+
+
+def poisson_gaussian_pld(
+    sampling_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    *,
+    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+    max_points: int = DEFAULT_MAX_POINTS,
+    tail_mass: float = DEFAULT_TAIL_MASS,
+) -> PoissonGaussianPld:
+    """Build the composed PLD (see :class:`PoissonGaussianPld`)."""
+    return PoissonGaussianPld.build(
+        sampling_rate,
+        noise_multiplier,
+        steps,
+        value_discretization=value_discretization,
+        max_points=max_points,
+        tail_mass=tail_mass,
+    )
+
+
+def poisson_gaussian_pld_delta(
+    sampling_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    epsilon: float,
+    *,
+    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+    max_points: int = DEFAULT_MAX_POINTS,
+) -> float:
+    """Upper bound on δ(ε) of ``steps`` Poisson-subsampled Gaussian steps (add/remove-one, max of both directions)."""
+    check.non_negative("epsilon", epsilon)
+    pld = poisson_gaussian_pld(
+        sampling_rate, noise_multiplier, steps, value_discretization=value_discretization, max_points=max_points
+    )
+    return pld.delta(epsilon)
+
+
+def poisson_gaussian_pld_epsilon(
+    sampling_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    delta: float,
+    *,
+    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+    max_points: int = DEFAULT_MAX_POINTS,
+) -> float:
+    """Upper bound on the smallest ε with δ(ε) ≤ ``delta`` (never below it); ParameterError on ``delta`` if none."""
+    check.delta("delta", delta)
+    pld = poisson_gaussian_pld(
+        sampling_rate, noise_multiplier, steps, value_discretization=value_discretization, max_points=max_points
+    )
+    return pld.epsilon(delta)
