@@ -34,6 +34,7 @@ openapi: $(VENV)/.installed
 ## bench: dpcal against dp_accounting, side by side (figures in the README)
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/calibration.py
+	$(BIN)/python benchmarks/pld.py
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

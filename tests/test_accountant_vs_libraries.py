@@ -65,3 +65,61 @@ def test_gaussian_configs(name):
     assert mine.value == pytest.approx(theirs, rel=1e-9)
     exact = gaussian_epsilon(z, 1e-5, steps)
     assert RdpAccountant().epsilon(SelfComposedEvent(GaussianEvent(z), steps), 1e-5).value > exact
+
+
+# -- the dp-sgd family's tight accountant: its own PLD, against dp_accounting's PLD and the anchors ------------------
+
+TIGHT = {"a1": 2.381598, "a2": 1.828237, "a3": 0.782389}  # anchors §2.0 (PLD vdi 1e-5 ≈ PRV, the exact value)
+
+
+@pytest.mark.parametrize("name", list(TIGHT))
+def test_dp_sgd_tight_is_the_pld_within_1e3_above_the_exact_value(name):
+    from accountants import registry
+
+    q, z, steps = POISSON[name]
+    n = 60000 if name == "a1" else 100000
+    params = {"dataset_size": n, "batch_size": round(q * n), "steps": steps, "noise_multiplier": z}
+    report = registry.get("dp-sgd").privacy(params, 1e-5)
+    tight = next(a for a in report.accountants if a.name == "tight")
+    rdp = next(a for a in report.accountants if a.name == "rdp")
+    assert report.accountant == "tight" and report.epsilon == tight.epsilon < rdp.epsilon
+    assert TIGHT[name] - 1e-6 <= tight.epsilon <= TIGHT[name] * (1 + 1e-3)
+    assert tight.epsilon == pytest.approx(dpa_pld_epsilon(dpa_poisson_event(q, z, steps), 1e-5), rel=1e-3)
+
+
+def test_dp_sgd_tight_calibration_is_one_sided_and_smallest():
+    """The calibrated σ meets the target by the PLD (and by dp_accounting's PLD up to its own error), and 1e-4 less
+    noise breaks the target (the PLD calibration's tolerance is 1e-5 relative)."""
+    from accountants import registry
+
+    family = registry.get("dp-sgd")
+    params = {"dataset_size": 100000, "batch_size": 1000, "steps": 1000}
+    report = family.calibrate(params, 2.0, 1e-5)
+    tight = next(a for a in report.accountants if a.name == "tight")
+    rdp = next(a for a in report.accountants if a.name == "rdp")
+    assert report.accountant == "tight" and report.noise_multiplier == tight.noise_multiplier < rdp.noise_multiplier
+    z = report.noise_multiplier
+    assert family.privacy(params | {"noise_multiplier": z}, 1e-5, accountant="tight").epsilon <= 2.0
+    assert family.privacy(params | {"noise_multiplier": z * (1 - 1e-4)}, 1e-5, accountant="tight").epsilon > 2.0
+    assert dpa_pld_epsilon(dpa_poisson_event(0.01, z, 1000), 1e-5) <= 2.0 * (1 + 1e-3)
+    # asking for rdp skips the PLD search and says so
+    only_rdp = family.calibrate(params, 2.0, 1e-5, accountant="rdp")
+    assert only_rdp.noise_multiplier == rdp.noise_multiplier
+    assert "not computed" in next(a.reason for a in only_rdp.accountants if a.name == "tight")
+
+
+def test_dp_sgd_tight_says_why_where_it_does_not_apply():
+    from accountants import registry
+
+    family = registry.get("dp-sgd")
+    base = {"dataset_size": 1000, "batch_size": 10, "steps": 100, "noise_multiplier": 1.0}
+    for extra, words in (
+        ({"neighbouring": "replace-one"}, "add/remove"),
+        ({"neighbouring": "replace-one", "sampling": "fixed-size"}, "without replacement"),
+    ):
+        tight = next(a for a in family.privacy(base | extra, 1e-5).accountants if a.name == "tight")
+        assert not tight.applicable and words in tight.reason
+    # δ below what the discretised distribution can certify: tight steps aside with the reason, rdp answers
+    report = family.privacy(base | {"steps": 10**9}, 1e-300)
+    tight = next(a for a in report.accountants if a.name == "tight")
+    assert report.accountant == "rdp" and not tight.applicable and "PLD" in tight.reason
