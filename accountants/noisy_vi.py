@@ -76,8 +76,9 @@ TIGHT_METHOD = (
 )
 SINGLE_RDP_METHOD = "Gaussian RDP α/(2z²) of the one release per record, converted exactly over real α"
 _MULTI_TIGHT_REASON = (
-    "tight accounting of subsampled Gaussians (privacy-loss distributions) is not implemented; the rdp bound is "
-    "certified"
+    "dpcal's privacy-loss-distribution accountant covers Poisson sampling under add/remove-one neighbours (dp-sgd); "
+    "multi-pass releases are accounted under replace-one, where no tight accountant is implemented: the rdp bound "
+    "is certified"
 )
 
 

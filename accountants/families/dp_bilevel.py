@@ -718,8 +718,9 @@ _TIGHT_METHOD = (
     "Su 2019), converted by the analytic Gaussian (Balle & Wang 2018, Thm. 8): exact for this mechanism"
 )
 _TIGHT_MINI = (
-    "numerically tight accounting of the subsampled Gaussian (privacy-loss distributions) is not implemented for "
-    "dp-bilevel; the rdp bound is certified"
+    "dpcal's privacy-loss-distribution accountant covers Poisson sampling under add/remove-one (dp-sgd); "
+    "dp-bilevel's batches are drawn without replacement under replace-one, where no tight accountant is "
+    "implemented: the rdp bound is certified"
 )
 _WITH_REPLACEMENT = (
     "batches drawn with replacement have no certified accountant in dpcal: a record may be drawn up to b times, so "
