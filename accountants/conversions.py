@@ -42,6 +42,12 @@ DEFAULT_ORDERS: np.ndarray = _default_orders()
 orders between 1.1 and 1.3 and between 64 and 1024. Where the optimum is the largest order the grid is extended
 geometrically up to MAX_AUTO_ORDER."""
 
+
+def order_grid(orders: object, default: np.ndarray | None = DEFAULT_ORDERS) -> np.ndarray | None:
+    """The requested Rényi orders, validated (field ``orders``), sorted and deduplicated; ``default`` when omitted."""
+    return default if orders is None else np.unique(check.orders("orders", orders))
+
+
 RdpCurve = Callable[[np.ndarray], np.ndarray]
 
 

@@ -43,7 +43,7 @@ from scipy import optimize
 
 from . import validation as check
 from .calibration import calibrate_rdp
-from .conversions import DEFAULT_ORDERS, epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon
+from .conversions import epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon, order_grid
 from .errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
 from .events import GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from .mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier, gdp_epsilon
@@ -374,7 +374,7 @@ def account(
 ) -> Accounting:
     """ε at ``delta`` from every accountant for multiplier ``z``; ``accountant`` picks the answer."""
     d = check.delta("delta", delta)
-    grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+    grid = order_grid(orders)
     bounds = releases.rdp_bounds(z)
     results: list[AccountantResult] = []
     tag = z if calibrated else None
@@ -474,7 +474,7 @@ def calibrate(
     ones), every accountant's own multiplier, and the paper's calibration with what it really certifies."""
     target = check.positive("target_epsilon", target_epsilon)
     d = check.delta("delta", delta)
-    grid = None if orders is None else np.unique(check.orders("orders", orders))
+    grid = order_grid(orders, default=None)
     z_paper = paper.multiplier(target, d)
     per_accountant: dict[str, float] = {}
     if releases.passes == "single":

@@ -6,8 +6,10 @@ in both units, the step count used, and its warnings (spec README, "Responses na
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from .errors import UnsupportedAccountantError
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,35 @@ class AccountantResult:
     def __post_init__(self) -> None:
         if self.calibrated_value is None and self.noise_multiplier is not None:
             object.__setattr__(self, "calibrated_value", self.noise_multiplier)
+
+
+def choose_accountant(
+    results: Sequence[AccountantResult],
+    accountant: str,
+    *,
+    key: str = "epsilon",
+    largest: bool = False,
+    supported: Sequence[str] | None = None,
+) -> AccountantResult:
+    """The result answering a request for ``accountant``.
+
+    ``best``: the applicable result with the smallest ``key`` (ε, or a calibrated noise multiplier), or the largest with
+    ``largest`` (a calibrated stepsize). A named accountant must be applicable, else
+    :class:`UnsupportedAccountantError` naming the usable ones and the reason; an unknown name lists ``supported``
+    (default: ``best`` and the applicable ones)."""
+    applicable = [r for r in results if r.applicable]
+    if accountant == "best":
+        pick = max if largest else min
+        return pick(applicable, key=lambda r: getattr(r, key))
+    usable = ["best"] + [r.name for r in applicable]
+    for r in results:
+        if r.name == accountant:
+            if not r.applicable:
+                raise UnsupportedAccountantError(accountant, usable, r.reason or "not applicable")
+            return r
+    raise UnsupportedAccountantError(
+        accountant, usable if supported is None else list(supported), "unknown for this algorithm"
+    )
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from scipy import optimize
 
 from .. import validation as check
 from ..calibration import calibrate_rdp
-from ..conversions import DEFAULT_ORDERS, Conversion, epsilon_for_linear_rdp, linear_rdp_for_epsilon
+from ..conversions import DEFAULT_ORDERS, Conversion, epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
 from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
 from ..events import ComposedEvent, DpEvent, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_log_delta, gdp_mu_for
@@ -859,7 +859,7 @@ class DpBilevel(AlgorithmFamily):
         p: BilevelParams = self.parse(params)
         self.check_accountant(accountant)
         d = check.delta("delta", delta)
-        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        grid = order_grid(orders)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         z_in = inner_multiplier(p, z)
         results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
@@ -900,7 +900,7 @@ class DpBilevel(AlgorithmFamily):
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
-        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        grid = order_grid(orders)
         notes: list[str] = []
         if p.noise_multiplier is not None:
             notes.append("the noise_multiplier given in params was ignored: calibration computes it")

@@ -34,8 +34,8 @@ import numpy as np
 
 from .. import validation as check
 from ..calibration import calibrate, calibrate_rdp
-from ..conversions import Conversion
-from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
+from ..conversions import Conversion, order_grid
+from ..errors import CalibrationError, FieldIssue, ParameterError
 from ..events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
 from ..mechanisms.poisson_gaussian_pld import DEFAULT_VALUE_DISCRETIZATION, PoissonGaussianPld
@@ -51,6 +51,7 @@ from ..reports import (
     PrivacyReport,
     RdpCurve,
     UtilityReport,
+    choose_accountant,
 )
 from ..verification import BlockResult, Plan, Simulator, canary_llr_scores
 
@@ -286,7 +287,7 @@ class DpSgd(AlgorithmFamily):
         p: DpSgdParams = self.parse(params)
         self.check_accountant(accountant)
         d = check.delta("delta", delta)
-        grid = _orders(orders)
+        grid = order_grid(orders, default=None)
         z = _noise_multiplier(p)
         steps, rule = steps_and_rule(p)
         warnings: list[str] = []
@@ -297,7 +298,7 @@ class DpSgd(AlgorithmFamily):
         results = [_rdp_result(p, conversion), _tight_result(p, z, d, steps)]
         results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
 
-        chosen = _choose(results, accountant, self.supported_accountants())
+        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
         return PrivacyReport(
             algorithm=self.id,
             epsilon=chosen.epsilon,
@@ -325,7 +326,7 @@ class DpSgd(AlgorithmFamily):
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
-        grid = _orders(orders)
+        grid = order_grid(orders, default=None)
         warnings = []
         if p.noise_multiplier is not None or p.noise_std is not None:
             warnings.append("the noise given in params was ignored: calibration computes it")
@@ -369,7 +370,7 @@ def _calibrate_cached(
         results.append(_tight_calibration(p, target, d, steps, z_gaussian, calibration.noise))
     results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
 
-    chosen = _choose(results, accountant, family.supported_accountants(), key="noise_multiplier")
+    chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
     z = chosen.noise_multiplier
     conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
     return CalibrationReport(
@@ -485,10 +486,18 @@ def _tight_calibration(
         eps = gaussian_epsilon(z_gaussian, d, steps)
         return AccountantResult("tight", True, eps, "exact", _TIGHT_METHOD, noise_multiplier=z_gaussian)
 
+    built: dict[float, PoissonGaussianPld] = {}  # fine-grid PLDs by noise: the answer's grid is reported from one
+
     def epsilon_of(grid: float):
         def epsilon(z: float) -> float:
             try:
-                return _pld(p, z, steps, grid).epsilon(d)
+                pld = _pld(p, z, steps, grid)
+            except ParameterError:
+                return _INFEASIBLE
+            if grid == DEFAULT_VALUE_DISCRETIZATION:
+                built[z] = pld
+            try:
+                return pld.epsilon(d)
             except ParameterError:
                 return _INFEASIBLE
 
@@ -501,9 +510,13 @@ def _tight_calibration(
         )
     except CalibrationError as exc:
         return AccountantResult("tight", False, reason=f"the PLD accountant cannot calibrate here: {exc}")
-    pld = _pld(p, fine.noise, steps)
     return AccountantResult(
-        "tight", True, fine.epsilon, "certified upper bound", _pld_method(pld), noise_multiplier=fine.noise
+        "tight",
+        True,
+        fine.epsilon,
+        "certified upper bound",
+        _pld_method(built[fine.noise]),
+        noise_multiplier=fine.noise,
     )
 
 
@@ -532,26 +545,7 @@ def _tight_not_applicable(p: DpSgdParams) -> str | None:
     return None
 
 
-def _choose(
-    results: list[AccountantResult], accountant: str, supported: tuple[str, ...], key: str = "epsilon"
-) -> AccountantResult:
-    applicable = [r for r in results if r.applicable]
-    if accountant == "best":
-        return min(applicable, key=lambda r: getattr(r, key))
-    for r in results:
-        if r.name == accountant:
-            if not r.applicable:
-                usable = ["best"] + [x.name for x in applicable]
-                raise UnsupportedAccountantError(accountant, usable, r.reason or "not applicable")
-            return r
-    raise UnsupportedAccountantError(accountant, list(supported), "unknown for this algorithm")
-
-
 # -- presentation ----------------------------------------------------------------------------------------------------
-
-
-def _orders(orders: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
-    return None if orders is None else np.unique(check.orders("orders", orders))
 
 
 def _noise_multiplier(p: DpSgdParams) -> float:

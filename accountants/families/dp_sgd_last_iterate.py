@@ -38,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import validation as check
-from ..conversions import DEFAULT_ORDERS, epsilon_for_linear_rdp, linear_rdp_for_epsilon
+from ..conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
 from ..errors import FieldIssue, ParameterError
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
 from ..registry import AlgorithmFamily, BoundInfo, register
@@ -494,7 +494,7 @@ class DpSgdLastIterate(AlgorithmFamily):
         p: LastIterateParams = self.parse(params)
         self.check_accountant(accountant)
         d = check.delta("delta", delta)
-        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        grid = order_grid(orders)
         z = _noise_multiplier(p)
         steps, rule = _steps(p)
         found = bounds_for(p, steps)
@@ -534,7 +534,7 @@ class DpSgdLastIterate(AlgorithmFamily):
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
-        grid = DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
+        grid = order_grid(orders)
         notes = []
         if p.noise_multiplier is not None or p.noise_std is not None:
             notes.append("the noise given in params was ignored: calibration computes it")

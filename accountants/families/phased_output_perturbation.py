@@ -53,8 +53,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import validation as check
-from ..conversions import DEFAULT_ORDERS, epsilon_for_linear_rdp, linear_rdp_for_epsilon
-from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
+from ..conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
+from ..errors import CalibrationError, FieldIssue, ParameterError
 from ..mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
 from ..registry import AlgorithmFamily, BoundInfo, register
@@ -71,6 +71,7 @@ from ..reports import (
     Release,
     UtilityBound,
     UtilityReport,
+    choose_accountant,
 )
 from ..verification import BlockResult, Plan, Simulator
 
@@ -1127,20 +1128,6 @@ def _rdp_calibration(target: float, gaussian_delta: float, releases: int) -> Acc
     )
 
 
-def _choose(results: list[AccountantResult], accountant: str, key: str) -> AccountantResult:
-    applicable = [r for r in results if r.applicable]
-    if accountant == "best":
-        return min(applicable, key=lambda r: getattr(r, key))
-    for r in results:
-        if r.name == accountant:
-            if not r.applicable:
-                raise UnsupportedAccountantError(
-                    accountant, ["best"] + [x.name for x in applicable], r.reason or "not applicable"
-                )
-            return r
-    raise UnsupportedAccountantError(accountant, ["best"] + [x.name for x in applicable], "unknown")
-
-
 def _check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:
     if p.target_delta is not None and not math.isclose(p.target_delta, delta, rel_tol=1e-12, abs_tol=0.0):
         raise ParameterError.single(
@@ -1149,10 +1136,6 @@ def _check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None
             f"omit, or exactly {delta!r}",
             p.target_delta,
         )
-
-
-def _grid(orders: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    return DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
 
 
 def _order(alpha: float) -> float | None:
@@ -1229,7 +1212,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
         p: PhasedOutputPerturbationParams = self.parse(params)
         self.check_accountant(accountant)
         d = check.delta("delta", delta)
-        grid = _grid(orders)
+        grid = order_grid(orders)
         _check_target_delta(p, d)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         probability, delta_fail, default = solver_failure(p, d)
@@ -1246,7 +1229,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
             ),
             _paper_result(p, z, d, probability),
         ]
-        chosen = _choose(results, accountant, "epsilon")
+        chosen = choose_accountant(results, accountant)
         mech = mechanism(p, z)
         warnings = _warnings(p, mech, d, probability, default)
         paper = results[2]
@@ -1280,7 +1263,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
-        grid = _grid(orders)
+        grid = order_grid(orders)
         _check_target_delta(p, d)
         notes = []
         if p.noise_multiplier is not None:
@@ -1310,7 +1293,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
             ),
             _paper_result(p, z_paper, d, probability, target),
         ]
-        chosen = _choose(results, accountant, "noise_multiplier")
+        chosen = choose_accountant(results, accountant, key="noise_multiplier")
         z = float(chosen.noise_multiplier)  # type: ignore[arg-type]
         if z > NOISE_MULTIPLIER_RANGE[1]:
             raise CalibrationError(

@@ -48,13 +48,13 @@ import numpy as np
 from .. import validation as check
 from ..calibration import calibrate_rdp
 from ..conversions import (
-    DEFAULT_ORDERS,
     Conversion,
     epsilon_for_linear_rdp,
     epsilon_from_rdp,
     linear_rdp_for_epsilon,
+    order_grid,
 )
-from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
+from ..errors import CalibrationError, FieldIssue, ParameterError
 from ..mechanisms.pure_composition import (
     MAX_COMPOSITIONS,
     advanced_composition_epsilon,
@@ -79,6 +79,7 @@ from ..reports import (
     Release,
     UtilityBound,
     UtilityReport,
+    choose_accountant,
 )
 from ..verification import BlockResult, Plan, Simulator
 
@@ -741,12 +742,12 @@ class PrivateMirrorDescent(AlgorithmFamily):
         p: PrivateMirrorDescentParams = self.parse(params)
         self.check_accountant(accountant)
         d = check.delta("delta", delta)
-        grid = _orders(orders)
+        grid = order_grid(orders)
         eta = _stepsize(p)
         sched = schedule(p)
         acc = account(sched, eta, d, grid, refine)
         results = _results(sched, acc, d)
-        chosen = _choose(results, accountant, self.supported_accountants())
+        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
         return PrivacyReport(
             algorithm=self.id,
             epsilon=chosen.epsilon,  # type: ignore[arg-type]
@@ -776,7 +777,7 @@ class PrivateMirrorDescent(AlgorithmFamily):
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
-        grid = _orders(orders)
+        grid = order_grid(orders)
         notes: list[str] = []
         if p.stepsize is not None:
             notes.append("the stepsize given in params was ignored: calibration computes it (it is the privacy knob)")
@@ -788,7 +789,9 @@ class PrivateMirrorDescent(AlgorithmFamily):
                 "(the first samples come from the uniform start), so every stepsize gives ε = 0; use steps ≥ 2"
             )
         results = _calibrations(sched, target, d, grid)
-        chosen = _choose(results, accountant, self.supported_accountants(), key="calibrated_value")
+        chosen = choose_accountant(
+            results, accountant, key="calibrated_value", largest=True, supported=self.supported_accountants()
+        )
         eta = chosen.calibrated_value
         assert eta is not None
         acc = account(sched, eta, d, grid, True)
@@ -955,10 +958,6 @@ def _paper_calibration(sched: Schedule, target: float, delta: float, grid: np.nd
 # -- presentation -----------------------------------------------------------------------------------------------------
 
 
-def _orders(orders: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    return DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
-
-
 def _stepsize(p: PrivateMirrorDescentParams) -> float:
     if p.stepsize is None:
         raise ParameterError.single(
@@ -1003,23 +1002,6 @@ def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantR
     else:
         results.append(AccountantResult("paper", False, reason=_paper_condition(acc.paper, delta)))
     return results
-
-
-def _choose(
-    results: list[AccountantResult], accountant: str, supported: tuple[str, ...], key: str = "epsilon"
-) -> AccountantResult:
-    applicable = [r for r in results if r.applicable]
-    if accountant == "best":
-        if key == "epsilon":
-            return min(applicable, key=lambda r: r.epsilon)  # type: ignore[arg-type, return-value]
-        return max(applicable, key=lambda r: r.calibrated_value)  # type: ignore[arg-type, return-value]
-    for r in results:
-        if r.name == accountant:
-            if not r.applicable:
-                usable = ["best"] + [x.name for x in applicable]
-                raise UnsupportedAccountantError(accountant, usable, r.reason or "not applicable")
-            return r
-    raise UnsupportedAccountantError(accountant, list(supported), "unknown for this algorithm")
 
 
 def _conventions(sched: Schedule) -> Conventions:
