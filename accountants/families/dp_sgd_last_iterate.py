@@ -299,22 +299,19 @@ def bounds_for(p: LastIterateParams, steps: int) -> list[LinearBound]:
         representable = Assumption(
             "coefficient ½(√(1+x)·d_h·b/(λC) + 2)² within floating point", ratio < 1e150, f"d_h·b/(λC) ≈ {ratio:.3g}"
         )
-        k22 = 0.5 * (ratio + 2.0) ** 2 if representable.holds else math.inf
         conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok, representable)
+        failed = [f"stepsize {lam:.6g} > {limit:.6g}"] if not step_ok.holds else []
+        if not representable.holds:
+            failed.append("vacuous: its coefficient overflows floating point")
         label = "L_λ (condition (18))" if inactive else "√2·L_λ (clipping may be active; erratum 3)"
         out.append(
             LinearBound(
                 f"Theorem 2.2 (bounded domain, {label})",
                 f"{SOURCE}, Theorem 2.2, eq. (16)",
-                k22 if step_ok.holds and representable.holds else None,
+                None if failed else 0.5 * (ratio + 2.0) ** 2,
                 conditions,
                 "last iterate",
-                None
-                if step_ok.holds and representable.holds
-                else "; ".join(
-                    [f"stepsize {lam:.6g} > {limit:.6g}"] * (not step_ok.holds)
-                    + ["vacuous: its coefficient overflows floating point"] * (not representable.holds)
-                ),
+                "; ".join(failed) or None,
             )
         )
 
