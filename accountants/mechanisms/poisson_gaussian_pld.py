@@ -20,7 +20,8 @@ Every reported δ is an **upper bound**; the argument, step by step:
    ε: a dominating pair, so the composition of the discretised pairs dominates the true composition. Loss below the
    lowest knot is moved up to it, loss above the highest knot goes to the atom at +∞ (Meiser & Mohammadi 2018's
    pessimistic privacy buckets).
-2. *Stochastic dominance carries everything else.* g(s) = (1 − e^{ε−s})₊ is non-decreasing, so any array whose
+2. *Stochastic dominance carries everything else* (the grid operations live in
+   :mod:`accountants.mechanisms.discrete_pld`). g(s) = (1 − e^{ε−s})₊ is non-decreasing, so any array whose
    tail sums Σ_{s_j > s} p_j (+ atom at ∞) are ≥ those of the exact array gives a larger E[g], and this order is
    preserved by convolution (for non-negative measures, of any total mass). Each numerical step below is made to
    move mass only **up**:
@@ -56,30 +57,18 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft, special
+from scipy import special
 
 from .. import validation as check
 from ..errors import ParameterError
+from . import discrete_pld as pld_ops
 
 DEFAULT_VALUE_DISCRETIZATION = 1e-4
 DEFAULT_MAX_POINTS = 1 << 20
 DEFAULT_TAIL_MASS = 1e-15
-_U = np.finfo(float).eps / 2.0
+_U = pld_ops.U
 _RHO = 1e-12
 """Assumed relative accuracy of each Gaussian tail value (scipy ``ndtr``), argument rounding included."""
-_SUM_MARGIN = 1e-12
-
-
-@dataclass(frozen=True)
-class DiscretePld:
-    """A non-negative measure on the grid {(offset + i)·Δ} plus an atom at +∞ (``infinity``, error margins included)."""
-
-    offset: int
-    probs: np.ndarray
-    infinity: float
-
-    def total(self) -> float:
-        return float(self.probs.sum()) * (1.0 + _SUM_MARGIN) + self.infinity
 
 
 # -- step 1: one step, connect-the-dots ------------------------------------------------------------------------------
@@ -109,7 +98,7 @@ def _times_w(log_abs_w: np.ndarray, sign_w: np.ndarray, m: np.ndarray) -> np.nda
         return np.where(m > 0.0, sign_w * np.exp(log_abs_w + np.log(np.where(m > 0.0, m, 1.0))), 0.0)
 
 
-def _single_step(q: float, z: float, grid: float, first: int, last: int, remove: bool) -> DiscretePld:
+def _single_step(q: float, z: float, grid: float, first: int, last: int, remove: bool) -> pld_ops.DiscretePld:
     """Pessimistic connect-the-dots PLD of one step on knots first·Δ … last·Δ (see the module docstring, step 1)."""
     eps = np.arange(first, last + 1, dtype=float) * grid
     # w(ε) = e^{(2x−1)/(2z²)} at the outcome x whose loss is ε, i.e. w = (e^{±ε} − (1 − q))/q, kept as sign and
@@ -155,7 +144,7 @@ def _single_step(q: float, z: float, grid: float, first: int, last: int, remove:
     probs[:-1] += bin_mass - b
     probs[1:] += b
     # 4u: rounding of the masses themselves (each is within 2u of its share, relative)
-    return DiscretePld(first, probs, float(upper[-1]) + 4.0 * _U)
+    return pld_ops.DiscretePld(first, probs, float(upper[-1]) + 4.0 * _U)
 
 
 def _knot_range(q: float, z: float, grid: float, remove: bool, tail: float) -> tuple[float, float]:
@@ -180,144 +169,7 @@ def _knot_range(q: float, z: float, grid: float, remove: bool, tail: float) -> t
 # -- step 2: pessimistic operations on discrete PLDs -----------------------------------------------------------------
 
 
-def _truncate(pld: DiscretePld, lower_tail: float, upper_tail: float) -> DiscretePld:
-    """Drop the outer entries whose mass is ≤ the given tails: the lower part is added to the lowest kept entry, the
-    upper part to the atom at ∞ (both moves are upward)."""
-    p = pld.probs
-    if p.size <= 2:
-        return pld
-    cum = np.cumsum(p)
-    total = cum[-1]
-    lo = int(np.searchsorted(cum, lower_tail, side="right"))
-    upper_cum = total - cum  # mass strictly above index i (approximately)
-    hi = int(np.searchsorted(-upper_cum, -upper_tail, side="left"))
-    lo, hi = min(lo, p.size - 1), max(min(hi, p.size - 1), 0)
-    if hi < lo:
-        lo = hi = int(np.argmax(p))
-        lo = min(lo, hi)
-    below = float(p[:lo].sum())
-    above = float(p[hi + 1 :].sum())
-    kept = p[lo : hi + 1].copy()
-    kept[0] += below
-    margin = 4.0 * _U * (below + above) * max(1, p.size)  # the two sums and the addition, rounded
-    return DiscretePld(pld.offset + lo, kept, pld.infinity + above * (1.0 + _SUM_MARGIN) + margin)
-
-
-def _convolve(a: DiscretePld, b: DiscretePld) -> tuple[DiscretePld, float]:
-    """Convolution by real FFT; rounding error bounded (module docstring, step 2) and added to the atom at ∞.
-    Also returns that bound (the clipped noise floor, which the lower truncation may then absorb)."""
-    m = a.probs.size + b.probs.size - 1
-    n = fft.next_fast_len(m, real=True)
-    fa = fft.rfft(a.probs, n)
-    same = a is b
-    out = fft.irfft(fa * fa if same else fa * fft.rfft(b.probs, n), n)[:m]
-    np.maximum(out, 0.0, out=out)
-    eta = 10.0 * _U * math.ceil(math.log2(max(n, 2)))
-    a1, b1 = float(a.probs.sum()) * (1 + _SUM_MARGIN), float(b.probs.sum()) * (1 + _SUM_MARGIN)
-    a2, b2 = float(np.linalg.norm(a.probs)), float(np.linalg.norm(b.probs))
-    l2 = (3.0 * eta + 6.0 * _U) * (a2 * b1 + a1 * b2) * (1.0 + 1e-6)
-    fft_error = math.sqrt(m) * l2
-    infinity = a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)
-    return DiscretePld(a.offset + b.offset, out, infinity * (1.0 + _SUM_MARGIN) + fft_error), fft_error
-
-
-def _coarsen(pld: DiscretePld, factor: int) -> DiscretePld:
-    """Regrid to spacing factor·Δ, rounding each loss up (index i ↦ ⌈i/factor⌉)."""
-    start = -((-pld.offset) // factor)  # ⌈offset / factor⌉
-    idx = -((-(pld.offset + np.arange(pld.probs.size))) // factor) - start
-    probs = np.bincount(idx, weights=pld.probs)
-    margin = 4.0 * _U * float(pld.probs.sum())
-    return DiscretePld(int(start), probs, pld.infinity + margin)
-
-
-def _delta(pld: DiscretePld, grid: float, epsilon: float) -> float:
-    """Upper bound on E[(1 − e^{ε−S})₊] + mass at ∞ for this discrete PLD."""
-    losses = (pld.offset + np.arange(pld.probs.size)) * grid
-    above = losses > epsilon
-    value = float(np.dot(pld.probs[above], -np.expm1(epsilon - losses[above])))
-    return value * (1.0 + _SUM_MARGIN) + pld.infinity
-
-
-def _epsilon(pld: DiscretePld, grid: float, delta: float) -> float:
-    """Smallest ε ≥ 0 with :func:`_delta` ≤ δ (the upper end of a verified bracket)."""
-    if pld.infinity >= delta:
-        return math.inf
-    if _delta(pld, grid, 0.0) <= delta:
-        return 0.0
-    p = pld.probs
-    losses = (pld.offset + np.arange(p.size)) * grid
-    # tail sums at each knot (approximate, only to locate the knot interval; the answer is verified below)
-    hi = p.size - 1
-    lo = max(int(np.searchsorted(losses, 0.0, side="left")) - 1, 0)
-    if _delta(pld, grid, losses[lo]) <= delta:  # only when losses[0] > 0: the answer lies in [0, losses[0]]
-        hi, lo = lo, -1
-    while hi - lo > 1:  # invariant: δ(losses[hi]) ≤ δ (δ at the top knot is the ∞ atom)
-        mid = (lo + hi) // 2
-        if _delta(pld, grid, losses[mid]) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    # on [losses[hi−1], losses[hi]], δ(ε) = A − e^{ε−s} B with the entries ≥ hi: solve, then verify
-    s = losses[hi]
-    tail = p[hi:]
-    a_sum = float(tail.sum()) * (1.0 + _SUM_MARGIN) + pld.infinity
-    b_sum = float(np.dot(tail, np.exp(s - losses[hi:])))
-    if b_sum > 0.0 and a_sum > delta:
-        eps = s + math.log((a_sum - delta) / b_sum)
-        eps = min(max(eps, losses[hi - 1] if hi > 0 else 0.0, 0.0), s)
-    else:
-        eps = s
-    eps = max(eps, 0.0)
-    step = 1e-12 * max(1.0, abs(eps))
-    while _delta(pld, grid, eps) > delta:
-        if eps >= s:
-            eps = s
-            break
-        eps = min(eps + step, s)
-        step *= 2.0
-    return float(eps)
-
-
 # -- step 3: composition and the accountant --------------------------------------------------------------------------
-
-
-def _loss_variance(pld: DiscretePld, grid: float) -> float:
-    losses = (pld.offset + np.arange(pld.probs.size)) * grid
-    p = pld.probs / max(float(pld.probs.sum()), 1e-300)
-    mean = float(np.dot(p, losses))
-    return float(np.dot(p, (losses - mean) ** 2))
-
-
-def _compose(single: DiscretePld, steps: int, tail_mass: float, max_points: int) -> tuple[DiscretePld, int]:
-    """``steps``-fold self-convolution by repeated squaring, truncating and (if needed) coarsening pessimistically.
-    Returns the result and the coarsening factor applied to the grid."""
-    result: DiscretePld | None = None
-    power = single
-    remaining = steps
-    factor = 1
-    copies = steps  # copies of `power` in the final result, ≈ steps / 2^k
-    while True:
-        if remaining & 1:
-            if result is None:
-                result = power
-            else:
-                product, noise = _convolve(result, power)
-                result = _truncate(product, max(tail_mass, noise), tail_mass)
-        remaining >>= 1
-        if remaining == 0:
-            break
-        copies = max(copies // 2, 1)
-        square, noise = _convolve(power, power)
-        power = _truncate(square, max(tail_mass, noise), tail_mass / copies)
-        while power.probs.size > max_points or (result is not None and result.probs.size > max_points):
-            power = _coarsen(power, 2)
-            result = None if result is None else _coarsen(result, 2)
-            factor *= 2
-    assert result is not None
-    while result.probs.size > max_points:
-        result = _coarsen(result, 2)
-        factor *= 2
-    return result, factor
 
 
 @dataclass(frozen=True)
@@ -334,8 +186,8 @@ class PoissonGaussianPld:
     """The grid Δ actually used (≥ the one requested; enlarged to respect ``max_points``)."""
     coarsenings: int
     """How many times a composed array was regridded (pessimistically) to 2Δ; 0 in the usual case."""
-    remove: DiscretePld
-    add: DiscretePld | None
+    remove: pld_ops.DiscretePld
+    add: pld_ops.DiscretePld | None
     """None for q = 1 (the two directions coincide)."""
 
     @classmethod
@@ -368,17 +220,17 @@ class PoissonGaussianPld:
         spread = 0.0
         for remove, (lo, hi) in zip(directions, ranges, strict=True):
             pld = _single_step(q, z, probe, math.floor(lo / probe), math.ceil(hi / probe), remove)
-            spread = max(spread, math.sqrt(t * _loss_variance(pld, probe)))
+            spread = max(spread, math.sqrt(t * pld_ops.loss_variance(pld, probe)))
         composed = min(t * width, 2.0 * width + 24.0 * spread)
         grid = max(grid, width / (points / 2), composed / (points / 2))
         plds = []
         factor = 1
         for remove, (lo, hi) in zip(directions, ranges, strict=True):
             single = _single_step(q, z, grid, math.floor(lo / grid), math.ceil(hi / grid), remove)
-            plds.append(_compose(single, t, tail, points))
+            plds.append(pld_ops.compose(single, t, tail, points))
         factor = max(f for _, f in plds)
         # bring both directions to the same (coarsest) grid
-        aligned = [p if f == factor else _coarsen(p, factor // f) for p, f in plds]
+        aligned = [p if f == factor else pld_ops.coarsen(p, factor // f) for p, f in plds]
         return cls(
             sampling_rate=q,
             noise_multiplier=z,
@@ -389,7 +241,7 @@ class PoissonGaussianPld:
             add=aligned[1] if len(aligned) > 1 else None,
         )
 
-    def _directions(self) -> list[DiscretePld]:
+    def _directions(self) -> list[pld_ops.DiscretePld]:
         return [self.remove] if self.add is None else [self.remove, self.add]
 
     @property
@@ -400,12 +252,12 @@ class PoissonGaussianPld:
     def delta(self, epsilon: float) -> float:
         """Upper bound on δ(ε) of the composition (max over remove and add)."""
         e = check.non_negative("epsilon", epsilon)
-        return min(1.0, max(_delta(p, self.value_discretization, e) for p in self._directions()))
+        return min(1.0, max(pld_ops.delta_at(p, self.value_discretization, e) for p in self._directions()))
 
     def epsilon(self, delta: float) -> float:
         """Upper bound on the smallest ε with δ(ε) ≤ ``delta``; ParameterError if no finite ε is certified."""
         d = check.delta("delta", delta)
-        eps = max(_epsilon(p, self.value_discretization, d) for p in self._directions())
+        eps = max(pld_ops.epsilon_at(p, self.value_discretization, d) for p in self._directions())
         if not math.isfinite(eps):
             floor = self.infinity_mass
             allowed = (
