@@ -46,18 +46,20 @@ def test_privacy_names_every_accountant_and_the_knob(http):
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["accountant"] == "rdp" and body["epsilon"] == pytest.approx(0.8746, abs=2e-3)
+    rdp = by_name(body["accountants"], "rdp")
+    assert body["accountant"] == "tight" and rdp["epsilon"] == pytest.approx(0.8746, abs=2e-3)
     assert body["noise"] is None
     conventions = body["conventions"]
     assert conventions["neighbouring"] == "replace-one" and conventions["steps"] == 2666
     assert "ε₀ = 4ηL₀/B" in conventions["noise_multiplier_definition"]
     tight, paper = by_name(body["accountants"], "tight"), by_name(body["accountants"], "paper")
-    assert tight["applicable"] and tight["epsilon"] > body["epsilon"]
-    assert paper["applicable"] and paper["epsilon"] > tight["epsilon"]
+    assert tight["applicable"] and tight["epsilon"] == body["epsilon"] < rdp["epsilon"]
+    assert "answered by (a), bounded range" in tight["method"]
+    assert paper["applicable"] and paper["epsilon"] > rdp["epsilon"]
     assert [r["count"] for r in body["releases"]] == [2665, 2665]
     assert body["releases"][0]["details"]["epsilon0"] == pytest.approx(4 * 0.0125 / 12)
     assert sum(b["selected"] for b in body["bounds"]) == 1
-    assert any("tight accountant" in w for w in body["warnings"])
+    assert not any("tight accountant exceeds" in w for w in body["warnings"])
 
 
 def test_calibrate_returns_the_stepsize_with_the_paper_and_recommendations(http):

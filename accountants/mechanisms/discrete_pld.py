@@ -59,9 +59,19 @@ def truncate(pld: DiscretePld, lower_tail: float, upper_tail: float) -> Discrete
     return DiscretePld(pld.offset + lo, kept, pld.infinity + above * (1.0 + SUM_MARGIN) + margin)
 
 
-def convolve(a: DiscretePld, b: DiscretePld) -> tuple[DiscretePld, float]:
+def convolve(a: DiscretePld, b: DiscretePld, direct_limit: int = 0) -> tuple[DiscretePld, float]:
     """Convolution by real FFT; rounding error bounded (module docstring, step 2) and added to the atom at ∞.
-    Also returns that bound (the clipped noise floor, which the lower truncation may then absorb)."""
+    Also returns that bound (the clipped noise floor, which the lower truncation may then absorb).
+    With ``a.size·b.size ≤ direct_limit`` the convolution is summed directly instead: every entry is a sum of at
+    most n = min(sizes) non-negative products, relative error ≤ (n + 1)u, so rounding it up by 2(n + 1)u bounds it
+    entry by entry and nothing goes to ∞ (the FFT's error is absolute, and multiplied by the copies of the array
+    that end up in the result)."""
+    if a.probs.size * b.probs.size <= direct_limit:
+        n = min(a.probs.size, b.probs.size)
+        out = np.convolve(a.probs, b.probs) * (1.0 + 2.0 * (n + 1) * U)
+        a1, b1 = float(a.probs.sum()) * (1 + SUM_MARGIN), float(b.probs.sum()) * (1 + SUM_MARGIN)
+        infinity = a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)
+        return DiscretePld(a.offset + b.offset, out, infinity * (1.0 + SUM_MARGIN)), 0.0
     m = a.probs.size + b.probs.size - 1
     n = fft.next_fast_len(m, real=True)
     fa = fft.rfft(a.probs, n)
@@ -141,7 +151,9 @@ def loss_variance(pld: DiscretePld, grid: float) -> float:
     return float(np.dot(p, (losses - mean) ** 2))
 
 
-def compose(single: DiscretePld, steps: int, tail_mass: float, max_points: int) -> tuple[DiscretePld, int]:
+def compose(
+    single: DiscretePld, steps: int, tail_mass: float, max_points: int, direct_limit: int = 0
+) -> tuple[DiscretePld, int]:
     """``steps``-fold self-convolution by repeated squaring, truncating and (if needed) coarsening pessimistically.
     Returns the result and the coarsening factor applied to the grid."""
     result: DiscretePld | None = None
@@ -154,13 +166,13 @@ def compose(single: DiscretePld, steps: int, tail_mass: float, max_points: int) 
             if result is None:
                 result = power
             else:
-                product, noise = convolve(result, power)
+                product, noise = convolve(result, power, direct_limit)
                 result = truncate(product, max(tail_mass, noise), tail_mass)
         remaining >>= 1
         if remaining == 0:
             break
         copies = max(copies // 2, 1)
-        square, noise = convolve(power, power)
+        square, noise = convolve(power, power, direct_limit)
         power = truncate(square, max(tail_mass, noise), tail_mass / copies)
         while power.probs.size > max_points or (result is not None and result.probs.size > max_points):
             power = coarsen(power, 2)
