@@ -497,9 +497,11 @@ def account(sched: Schedule, stepsize: float, delta: float, orders: np.ndarray, 
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _bounded_range_composition(width: float, count: int) -> BoundedRangeComposition:
-    return BoundedRangeComposition.build(width, count)
+@functools.lru_cache(maxsize=256)
+def _bounded_range_epsilon(width: float, count: int, delta: float) -> float:
+    """ε of the composition (cached: calibration revisits its last feasible stepsize, and only floats are kept,
+    not the PLDs of up to 2^20 points); ParameterError on ``delta`` where it is not certified."""
+    return BoundedRangeComposition.build(width, count).epsilon(delta)
 
 
 def bounded_range_optimum(sched: Schedule, stepsize: float, delta: float) -> tuple[float | None, str | None]:
@@ -514,7 +516,7 @@ def bounded_range_optimum(sched: Schedule, stepsize: float, delta: float) -> tup
     if sched.count > MAX_COMPOSITIONS:
         return None, _tight_too_many(sched.count)
     try:
-        return _bounded_range_composition(sched.epsilon0(stepsize), sched.count).epsilon(delta), None
+        return _bounded_range_epsilon(sched.epsilon0(stepsize), sched.count, delta), None
     except ParameterError as exc:
         return None, f"not certified here: {exc.issues[0].field} {exc.issues[0].message}"
 
@@ -955,10 +957,10 @@ def _calibrations(sched: Schedule, target: float, delta: float, grid: np.ndarray
 
 def _bounded_range_stepsize(sched: Schedule, target: float, delta: float, start: float, kov_epsilon0: float) -> float:
     """Largest stepsize (relative 5e-7, or ε within 2e-7 of the target; rounded down) whose optimal bounded-range
-    composition meets the target;
-    0 where it does not apply. Bracket: the bounded-range optimum at ε₀ is at most KOV's at ε₀ (a smaller class)
-    and at least KOV's at ε₀/2 (randomised response with ε₀/2 is ε₀-bounded-range), so with ε₀* the largest ε₀
-    KOV allows, the answer lies in [ε₀*, 2ε₀*]; the search starts at ``start`` (rdp's ε₀, usually just below)."""
+    composition meets the target; 0 where it does not apply. Bracket: the bounded-range optimum at ε₀ is at most
+    KOV's at ε₀ (a smaller class) and at least KOV's at ε₀/2 (randomised response with ε₀/2 is ε₀-bounded-range),
+    so with ε₀* the largest ε₀ KOV allows, the answer lies in [ε₀*, 2ε₀*]; the search starts at ``start`` (rdp's
+    ε₀, usually just below)."""
 
     def epsilon_at(e0: float) -> float:
         value, _ = bounded_range_optimum(sched, sched.stepsize_for(e0), delta)

@@ -230,11 +230,5 @@ class BoundedRangeComposition:
         d = check.delta("delta", delta)
         eps = pld_ops.epsilon_at(self.pld, self.grid, d)
         if not math.isfinite(eps):
-            raise ParameterError.single(
-                "delta",
-                f"is too small: no finite epsilon is certified at this delta; must be > {self.pld.infinity:.3g} "
-                "(the PLD's mass at infinity, margins included)",
-                f"> {self.pld.infinity:.3g}",
-                delta,
-            )
+            raise pld_ops.uncertified(self.pld.infinity, delta)
         return eps

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft
 
+from ..errors import ParameterError
+
 U = np.finfo(float).eps / 2.0
 """Unit roundoff of float64."""
 SUM_MARGIN = 1e-12
@@ -66,12 +68,12 @@ def convolve(a: DiscretePld, b: DiscretePld, direct_limit: int = 0) -> tuple[Dis
     most n = min(sizes) non-negative products, relative error ≤ (n + 1)u, so rounding it up by 2(n + 1)u bounds it
     entry by entry and nothing goes to ∞ (the FFT's error is absolute, and multiplied by the copies of the array
     that end up in the result)."""
+    a1, b1 = float(a.probs.sum()) * (1 + SUM_MARGIN), float(b.probs.sum()) * (1 + SUM_MARGIN)
+    infinity = (a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)) * (1.0 + SUM_MARGIN)
     if a.probs.size * b.probs.size <= direct_limit:
         n = min(a.probs.size, b.probs.size)
         out = np.convolve(a.probs, b.probs) * (1.0 + 2.0 * (n + 1) * U)
-        a1, b1 = float(a.probs.sum()) * (1 + SUM_MARGIN), float(b.probs.sum()) * (1 + SUM_MARGIN)
-        infinity = a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)
-        return DiscretePld(a.offset + b.offset, out, infinity * (1.0 + SUM_MARGIN)), 0.0
+        return DiscretePld(a.offset + b.offset, out, infinity), 0.0
     m = a.probs.size + b.probs.size - 1
     n = fft.next_fast_len(m, real=True)
     fa = fft.rfft(a.probs, n)
@@ -79,12 +81,10 @@ def convolve(a: DiscretePld, b: DiscretePld, direct_limit: int = 0) -> tuple[Dis
     out = fft.irfft(fa * fa if same else fa * fft.rfft(b.probs, n), n)[:m]
     np.maximum(out, 0.0, out=out)
     eta = 10.0 * U * math.ceil(math.log2(max(n, 2)))
-    a1, b1 = float(a.probs.sum()) * (1 + SUM_MARGIN), float(b.probs.sum()) * (1 + SUM_MARGIN)
     a2, b2 = float(np.linalg.norm(a.probs)), float(np.linalg.norm(b.probs))
     l2 = (3.0 * eta + 6.0 * U) * (a2 * b1 + a1 * b2) * (1.0 + 1e-6)
     fft_error = math.sqrt(m) * l2
-    infinity = a.infinity * (b1 + b.infinity) + b.infinity * (a1 + a.infinity)
-    return DiscretePld(a.offset + b.offset, out, infinity * (1.0 + SUM_MARGIN) + fft_error), fft_error
+    return DiscretePld(a.offset + b.offset, out, infinity + fft_error), fft_error
 
 
 def coarsen(pld: DiscretePld, factor: int) -> DiscretePld:
@@ -105,7 +105,7 @@ def delta_at(pld: DiscretePld, grid: float, epsilon: float) -> float:
 
 
 def epsilon_at(pld: DiscretePld, grid: float, delta: float) -> float:
-    """Smallest ε ≥ 0 with :func:`_delta` ≤ δ (the upper end of a verified bracket)."""
+    """Smallest ε ≥ 0 with :func:`delta_at` ≤ δ (the upper end of a verified bracket); ∞ if the atom at ∞ is ≥ δ."""
     if pld.infinity >= delta:
         return math.inf
     if delta_at(pld, grid, 0.0) <= delta:
@@ -142,6 +142,18 @@ def epsilon_at(pld: DiscretePld, grid: float, delta: float) -> float:
         eps = min(eps + step, s)
         step *= 2.0
     return float(eps)
+
+
+def uncertified(floor: float, delta: float) -> ParameterError:
+    """The error for a δ at or below a PLD's mass at ∞ (``floor``): no finite ε is certified there."""
+    allowed = (
+        f"> {floor:.3g} (the PLD's mass at infinity, margins included)"
+        if floor < 1.0
+        else "none: the error margins of this PLD exceed 1 (too many steps for this accountant)"
+    )
+    return ParameterError.single(
+        "delta", f"is too small: no finite epsilon is certified at this delta; must be {allowed}", allowed, delta
+    )
 
 
 def loss_variance(pld: DiscretePld, grid: float) -> float:
@@ -196,4 +208,5 @@ __all__ = [
     "epsilon_at",
     "loss_variance",
     "truncate",
+    "uncertified",
 ]

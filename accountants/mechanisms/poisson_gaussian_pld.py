@@ -259,18 +259,7 @@ class PoissonGaussianPld:
         d = check.delta("delta", delta)
         eps = max(pld_ops.epsilon_at(p, self.value_discretization, d) for p in self._directions())
         if not math.isfinite(eps):
-            floor = self.infinity_mass
-            allowed = (
-                f"> {floor:.3g} (the PLD's mass at infinity, margins included)"
-                if floor < 1.0
-                else "none: the error margins of this PLD exceed 1 (too many steps for this accountant)"
-            )
-            raise ParameterError.single(
-                "delta",
-                f"is too small: no finite epsilon is certified at this delta; must be {allowed}",
-                allowed,
-                delta,
-            )
+            raise pld_ops.uncertified(self.infinity_mass, delta)
         return eps
 
 
