@@ -27,14 +27,15 @@ serve: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
-## openapi: regenerate openapi/openapi.json from the application
+## openapi: record the service's answers to its examples, then regenerate openapi/openapi.json
 openapi: $(VENV)/.installed
-	$(BIN)/dpcal openapi -o openapi/openapi.json
+	$(BIN)/dpcal openapi --record-examples -o openapi/openapi.json
 
 ## bench: dpcal against dp_accounting, side by side (figures in the README)
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/calibration.py
 	$(BIN)/python benchmarks/pld.py
+	$(BIN)/python benchmarks/http.py
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -89,9 +89,17 @@ def calibrate(
     step = math.log(initial_step)
     while excess(hi) > 0.0:
         if hi >= high_end:
+            top = excess(hi) + target
+            if math.isinf(top):
+                raise CalibrationError(
+                    f"target_epsilon={target:g} cannot be met: this accountant certifies no finite ε at this δ for "
+                    f"any {parameter} up to {math.exp(hi):.4g} (δ is below its error margin); raise δ, or ask for "
+                    "another accountant"
+                )
             raise CalibrationError(
                 f"target_epsilon={target:g} cannot be met: even {parameter}={math.exp(hi):.4g} gives "
-                f"ε={excess(hi) + target:.6g}; raise the target or δ, or reduce the number of steps"
+                f"ε={top:.6g}, so the reachable targets are ε ≥ {top:.6g}; raise the target or δ, or reduce the "
+                "number of steps"
             )
         lo, hi, step = hi, min(hi + step, high_end), step * 2.0
     step = math.log(initial_step)
@@ -102,7 +110,8 @@ def calibrate(
                 f"range: the target does not constrain the noise (check δ and the other parameters)"
             )
         hi, lo, step = lo, max(lo - step, low_end), step * 2.0
-    root = optimize.brentq(excess, lo, hi, xtol=rtol, rtol=4 * np.finfo(float).eps)
+    # Brent needs finite values: where no finite ε is certified (∞), a large finite excess keeps its steps defined
+    root = optimize.brentq(lambda x: min(excess(x), 1e300), lo, hi, xtol=rtol, rtol=4 * np.finfo(float).eps)
     excess(root)
     # one-sided: the answer is the smallest feasible point evaluated, bisected against the largest infeasible one
     # below it until they are rtol apart (Brent's last steps normally leave them closer than that already)

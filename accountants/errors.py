@@ -39,6 +39,10 @@ class ParameterError(DpcalError, ValueError):
         self.issues: tuple[FieldIssue, ...] = (issues,) if isinstance(issues, FieldIssue) else tuple(issues)
         super().__init__("; ".join(_describe(issue) for issue in self.issues))
 
+    def __reduce__(self) -> tuple[type[ParameterError], tuple[tuple[FieldIssue, ...]]]:
+        # picklable with its issues (the service computes heavy answers in worker processes)
+        return type(self), (self.issues,)
+
     @classmethod
     def single(cls, field: str, message: str, allowed: str | None = None, value: object = None) -> ParameterError:
         return cls(FieldIssue(loc=tuple(field.split(".")), message=message, allowed=allowed, value=value))
@@ -59,6 +63,9 @@ class UnsupportedAccountantError(DpcalError, ValueError):
             f"accountant {accountant!r} is not available here: {reason}; use one of: {', '.join(supported)}"
         )
 
+    def __reduce__(self) -> tuple[type[UnsupportedAccountantError], tuple[str, list[str], str]]:
+        return type(self), (self.accountant, list(self.supported), self.reason)
+
 
 class UnknownAlgorithmError(DpcalError, KeyError):
     """No algorithm family is registered under this id."""
@@ -67,6 +74,9 @@ class UnknownAlgorithmError(DpcalError, KeyError):
         self.algorithm = algorithm
         self.known = tuple(known)
         super().__init__(f"unknown algorithm {algorithm!r}; registered: {', '.join(known)}")
+
+    def __reduce__(self) -> tuple[type[UnknownAlgorithmError], tuple[str, list[str]]]:
+        return type(self), (self.algorithm, list(self.known))
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the sentence readable
         return str(self.args[0])

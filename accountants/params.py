@@ -11,10 +11,11 @@ each offending field, so the library and the service report bad input the same w
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import FieldIssue, ParameterError
 
@@ -36,10 +37,27 @@ def bounded_count(minimum: int = 1, maximum: int | None = None) -> Any:
     return Annotated[int, Field(ge=minimum, le=maximum), BeforeValidator(_integral)]
 
 
+SPELLING_ALIASES: Mapping[str, str] = {"neighboring": "neighbouring", "regularisation": "regularization"}
+"""Other spellings of field names, accepted as the documented name (US ``neighboring``, UK ``regularisation``)."""
+
+
 class ParamsModel(BaseModel):
-    """Base of every family's parameter model."""
+    """Base of every family's parameter model (field names also accepted in the spellings of
+    :data:`SPELLING_ALIASES`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_spellings(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        renamed = {}
+        for name, value in data.items():
+            documented = SPELLING_ALIASES.get(name)
+            use = documented if documented in cls.model_fields and documented not in data else name
+            renamed[use] = value
+        return renamed
 
     def check(self) -> list[FieldIssue]:
         """Rules between fields (e.g. batch_size <= dataset_size), each reported on the field it constrains."""
@@ -111,10 +129,18 @@ def field_issues(model: type[BaseModel], errors: Iterable[Mapping[str, Any]]) ->
         loc = tuple(error["loc"])
         field = str(loc[0]) if loc else ""
         allowed = allowed_range(properties.get(field, {})) if field in properties else None
+        message = _message(error)
         if error["type"] == "extra_forbidden":
             allowed = "one of: " + ", ".join(sorted(properties))
-        issues.append(FieldIssue(loc=loc, message=_message(error), allowed=allowed, value=_shown(error)))
+            message = "unknown field" + did_you_mean(field, properties)
+        issues.append(FieldIssue(loc=loc, message=message, allowed=allowed, value=_shown(error)))
     return issues
+
+
+def did_you_mean(given: str, valid: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest valid name, or nothing when none is close."""
+    close = difflib.get_close_matches(given, list(valid), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _message(error: Mapping[str, Any]) -> str:

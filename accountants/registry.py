@@ -6,12 +6,14 @@ A family module in :mod:`accountants.families` defines a subclass of :class:`Alg
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -25,6 +27,23 @@ if TYPE_CHECKING:
 ACCOUNTANT_NAMES: tuple[str, ...] = ("best", "rdp", "tight", "paper")
 """``best``: the minimum over the valid accountants; ``rdp``: Rényi curve + improved conversion; ``tight``: numerically
 tight accounting of the same mechanism; ``paper``: the paper's own statement, as printed."""
+
+
+class Operation(enum.Enum):
+    """What a request asks of a family."""
+
+    PRIVACY = "privacy"
+    CALIBRATE = "calibrate"
+    UTILITY = "utility"
+
+
+class Cost(enum.Enum):
+    """How much computation an answer needs, so a service can keep cheap answers away from heavy ones."""
+
+    CHEAP = "cheap"
+    """Closed forms and Rényi curves: milliseconds, whatever the parameters."""
+    HEAVY = "heavy"
+    """Numerical privacy-loss distributions, optimal compositions and searches over them: up to seconds."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +75,23 @@ class AlgorithmFamily(ABC):
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
     simulator: ClassVar[Simulator | None] = None
     """Runs the algorithm on synthetic problems for verification jobs (None: the algorithm has no simulator)."""
+    example: ClassVar[Mapping[str, Any]]
+    """Valid hyperparameters, the privacy knob included (documentation examples; a test answers each)."""
+    utility_example_extra: ClassVar[Mapping[str, Any]] = {}
+    """What a utility request adds to :attr:`example` (e.g. the δ its theorems depend on)."""
+    job_example: ClassVar[Mapping[str, Any] | None] = None
+    """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`, ignored by :meth:`calibrate`."""
 
     def parse(self, params: Mapping[str, Any] | ParamsModel) -> ParamsModel:
         """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""
         return parse_params(self.params_model, params)
+
+    def calibration_example(self) -> dict[str, Any]:
+        """:attr:`example` without the privacy knob (what a calibration request sends)."""
+        knobs = {*self.noise_fields, self.calibrated_parameter}
+        return {name: value for name, value in self.example.items() if name not in knobs}
 
     def supported_accountants(self) -> tuple[str, ...]:
         return ("best", *self.accountants)
@@ -76,7 +106,13 @@ class AlgorithmFamily(ABC):
             raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
         return accountant
 
-    @abstractmethod
+    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
+        """What answering ``operation`` with ``accountant`` costs for these hyperparameters (validated here, so
+        invalid input raises :class:`ParameterError` before any work). Default: cheap; families with numerical
+        accountants say where those run."""
+        self.parse(params)
+        return Cost.CHEAP
+
     def privacy(
         self,
         params: Mapping[str, Any] | ParamsModel,
@@ -86,8 +122,9 @@ class AlgorithmFamily(ABC):
         refine: bool = True,
     ) -> PrivacyReport:
         """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant."""
+        report = self._privacy(params, delta, accountant, orders, refine)
+        return _with_warnings(report, self._delta_warnings(report.delta, params))
 
-    @abstractmethod
     def calibrate(
         self,
         params: Mapping[str, Any] | ParamsModel,
@@ -97,6 +134,40 @@ class AlgorithmFamily(ABC):
         orders: Sequence[float] | np.ndarray | None = None,
     ) -> CalibrationReport:
         """The smallest noise (or other privacy knob) meeting (target_epsilon, delta)."""
+        report = self._calibrate(params, target_epsilon, delta, accountant, orders)
+        return _with_warnings(report, self._delta_warnings(report.delta, params))
+
+    def _delta_warnings(self, delta: float, params: Mapping[str, Any] | ParamsModel) -> tuple[str, ...]:
+        """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""
+        dataset_size = getattr(self.parse(params), "dataset_size", None)
+        if not isinstance(dataset_size, int) or delta * dataset_size < 1.0:
+            return ()
+        return (
+            f"delta = {delta:g} is at least 1/dataset_size = 1/{dataset_size}: an (ε, δ) guarantee this weak allows "
+            "releasing a random record in the clear; δ should be much smaller than 1/n (e.g. below 1/n²)",
+        )
+
+    @abstractmethod
+    def _privacy(
+        self,
+        params: Mapping[str, Any] | ParamsModel,
+        delta: float,
+        accountant: str,
+        orders: Sequence[float] | np.ndarray | None,
+        refine: bool,
+    ) -> PrivacyReport:
+        """The family's answer to :meth:`privacy`."""
+
+    @abstractmethod
+    def _calibrate(
+        self,
+        params: Mapping[str, Any] | ParamsModel,
+        target_epsilon: float,
+        delta: float,
+        accountant: str,
+        orders: Sequence[float] | np.ndarray | None,
+    ) -> CalibrationReport:
+        """The family's answer to :meth:`calibrate`."""
 
     @abstractmethod
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
@@ -118,6 +189,13 @@ class AlgorithmFamily(ABC):
             if self.simulator is None
             else {"checks": list(self.simulator.checks), "problem": self.simulator.problem_model.model_json_schema()},
         }
+
+
+Report = TypeVar("Report", PrivacyReport, CalibrationReport)
+
+
+def _with_warnings(report: Report, warnings: tuple[str, ...]) -> Report:
+    return dataclasses.replace(report, warnings=(*report.warnings, *warnings)) if warnings else report
 
 
 _REGISTRY: dict[str, AlgorithmFamily] = {}

@@ -1,39 +1,92 @@
 """The v1 endpoints. They validate (through the request models), call the registry, and shape the answer."""
 
+import json
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 
 from accountants import registry
+from accountants.registry import Operation
 
 from . import schemas
+from .compute import Compute
 from .jobs.store import IdempotencyConflict, Job, QueueFull, iso
 from .problems import PROBLEM_MEDIA_TYPE, ApiProblem
 
-PROBLEM = {"model": schemas.Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}
+PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {**PROBLEM, "description": "Malformed JSON."},
-    404: {**PROBLEM, "description": "Unknown algorithm (the problem lists the valid ids)."},
-    413: {**PROBLEM, "description": "Request body too large."},
-    422: {**PROBLEM, "description": "Invalid input: each offending field with what is allowed."},
+    400: {"content": PROBLEM_CONTENT, "description": "Malformed JSON."},
+    404: {"content": PROBLEM_CONTENT, "description": "Unknown algorithm (the problem lists the valid ids)."},
+    413: {"content": PROBLEM_CONTENT, "description": "Request body too large."},
+    415: {"content": PROBLEM_CONTENT, "description": "The body is not sent as application/json."},
+    422: {"content": PROBLEM_CONTENT, "description": "Invalid input: each offending field with what is allowed."},
+    503: {
+        "content": PROBLEM_CONTENT,
+        "description": "Every heavy-computation slot of the host is busy (DPCAL_MAX_HEAVY); retry after Retry-After "
+        "seconds, or ask for the rdp accountant.",
+    },
+    504: {
+        "content": PROBLEM_CONTENT,
+        "description": "The computation exceeded the request budget (DPCAL_REQUEST_TIMEOUT) and was stopped.",
+    },
 }
+POST_ERRORS = {k: ERRORS[k] for k in (400, 404, 413, 415, 422, 503, 504)}
+RESPONSE_EXAMPLES_FILE = FilePath(__file__).with_name("openapi_examples.json")
+"""Answers of the service to its own request examples (written by ``dpcal openapi``; a test compares them to live
+answers), shown as the response examples of the POST endpoints."""
 
-MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
-EXAMPLES = {
-    "privacy": {
-        "dp-sgd": {
-            "summary": "DP-SGD, MNIST-like: ε at δ = 1e-5",
-            "value": {"algorithm": "dp-sgd", "params": {**MNIST, "noise_multiplier": 1.1}, "delta": 1e-5},
+
+def _families_dp_sgd_first() -> list[registry.AlgorithmFamily]:
+    """The families in the order the docs show them: the baseline first (ReDoc opens on the first example)."""
+    return sorted(registry.families(), key=lambda f: (f.id != "dp-sgd", f.id))
+
+
+def request_examples(operation: Operation) -> dict[str, dict[str, Any]]:
+    """One request example per algorithm for ``operation`` (from each family's own example hyperparameters)."""
+    out = {}
+    for family in _families_dp_sgd_first():
+        if operation is Operation.PRIVACY:
+            value = {"algorithm": family.id, "params": dict(family.example), "delta": 1e-5}
+            summary = f"{family.id}: ε at δ = 1e-5"
+        elif operation is Operation.CALIBRATE:
+            target = 3.0 if family.id == "dp-sgd" else 1.0
+            value = {
+                "algorithm": family.id,
+                "params": family.calibration_example(),
+                "target_epsilon": target,
+                "delta": 1e-5,
+            }
+            summary = f"{family.id}: {family.calibrated_parameter} for (ε, δ) = ({target:g}, 1e-5)"
+        else:
+            value = {"algorithm": family.id, "params": {**family.example, **family.utility_example_extra}}
+            summary = f"{family.id}: predicted utility"
+        out[family.id] = {"summary": summary, "value": value}
+    return out
+
+
+def job_examples() -> dict[str, dict[str, Any]]:
+    return {
+        family.id: {
+            "summary": f"{family.id}: a small verification job",
+            "value": {"algorithm": family.id, **family.job_example},
         }
-    },
-    "calibrate": {
-        "dp-sgd": {
-            "summary": "DP-SGD, MNIST-like: noise for (3, 1e-5)",
-            "value": {"algorithm": "dp-sgd", "params": MNIST, "target_epsilon": 3.0, "delta": 1e-5},
-        }
-    },
-    "utility": {"dp-sgd": {"summary": "DP-SGD", "value": {"algorithm": "dp-sgd", "params": MNIST}}},
-}
+        for family in _families_dp_sgd_first()
+        if family.job_example is not None
+    }
+
+
+def response_examples(path: str) -> dict[int | str, dict[str, Any]]:
+    """The 200 response's examples for ``path`` (the service's recorded answers to the request examples)."""
+    if not RESPONSE_EXAMPLES_FILE.exists():
+        return {}
+    answers = json.loads(RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8")).get(path, {})
+    examples = {
+        family.id: {"summary": f"{family.id}: the answer to its request example", "value": answers[family.id]}
+        for family in _families_dp_sgd_first()
+        if family.id in answers
+    }
+    return {200: {"content": {"application/json": {"examples": examples}}}} if examples else {}
 
 
 def request_bodies() -> dict[str, schemas.RequestBody]:
@@ -46,11 +99,12 @@ def request_bodies() -> dict[str, schemas.RequestBody]:
     }
 
 
-def build_router(bodies: dict[str, schemas.RequestBody]) -> APIRouter:
+def build_router(bodies: dict[str, schemas.RequestBody], compute_of: Any) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["v1"])
     PrivacyRequest = bodies["/v1/privacy"].annotation
     CalibrateRequest = bodies["/v1/calibrate"].annotation
     UtilityRequest = bodies["/v1/utility"].annotation
+    ComputeDep = Annotated[Compute, Depends(compute_of)]
 
     def family_for(request: Request, algorithm: str) -> registry.AlgorithmFamily:
         family = registry.get(algorithm)
@@ -65,7 +119,7 @@ def build_router(bodies: dict[str, schemas.RequestBody]) -> APIRouter:
     @router.get(
         "/algorithms/{algorithm_id}",
         response_model=schemas.AlgorithmDetail,
-        responses={404: ERRORS[404]},
+        responses={404: ERRORS[404], 422: ERRORS[422]},
         summary="Describe one algorithm",
     )
     def describe_algorithm(
@@ -78,91 +132,61 @@ def build_router(bodies: dict[str, schemas.RequestBody]) -> APIRouter:
     @router.post(
         "/privacy",
         response_model=schemas.PrivacyResponse,
-        responses={k: ERRORS[k] for k in (400, 404, 413, 422)},
+        responses=POST_ERRORS | response_examples("/v1/privacy"),
         summary="ε at δ for given hyperparameters and noise",
     )
-    def privacy(
+    async def privacy(
         request: Request,
-        body: Annotated[PrivacyRequest, Body(openapi_examples=EXAMPLES["privacy"])],  # type: ignore[valid-type]
+        compute: ComputeDep,
+        body: Annotated[PrivacyRequest, Body(openapi_examples=request_examples(Operation.PRIVACY))],  # type: ignore[valid-type]
     ) -> schemas.PrivacyResponse:
         """The certified ε at δ from every applicable accountant (the minimum, or the one requested), the Rényi
-        curve, the noise in both units, and the conventions behind the number."""
+        curve, the noise in both units, and the conventions behind the number. Heavy accountants (a PLD) have a
+        time budget; `accountant: "rdp"` is always answered at once."""
         family = family_for(request, body.algorithm)
-        report = family.privacy(body.params, body.delta, body.accountant, body.orders, body.refine_order)
+        args = (body.params, body.delta, body.accountant, body.orders, body.refine_order)
+        report = await compute.answer(request, family, Operation.PRIVACY, body, args)
         return schemas.PrivacyResponse.model_validate(report)
 
     @router.post(
         "/calibrate",
         response_model=schemas.CalibrationResponse,
-        responses={k: ERRORS[k] for k in (400, 404, 413, 422)},
+        responses=POST_ERRORS | response_examples("/v1/calibrate"),
         summary="Smallest noise meeting (ε, δ)",
     )
-    def calibrate(
+    async def calibrate(
         request: Request,
-        body: Annotated[CalibrateRequest, Body(openapi_examples=EXAMPLES["calibrate"])],  # type: ignore[valid-type]
+        compute: ComputeDep,
+        body: Annotated[CalibrateRequest, Body(openapi_examples=request_examples(Operation.CALIBRATE))],  # type: ignore[valid-type]
     ) -> schemas.CalibrationResponse:
         """The smallest noise (or other privacy knob, named in `calibrated_parameter`) whose ε at δ is at most the
         target, with the achieved ε, the Rényi curve, predicted utility and the paper's own calibration."""
         family = family_for(request, body.algorithm)
-        report = family.calibrate(body.params, body.target_epsilon, body.delta, body.accountant, body.orders)
+        args = (body.params, body.target_epsilon, body.delta, body.accountant, body.orders)
+        report = await compute.answer(request, family, Operation.CALIBRATE, body, args)
         return schemas.CalibrationResponse.model_validate(report)
 
     @router.post(
         "/utility",
         response_model=schemas.UtilityResponse,
-        responses={k: ERRORS[k] for k in (400, 404, 413, 422)},
+        responses={k: ERRORS[k] for k in (400, 404, 413, 415, 422)} | response_examples("/v1/utility"),
         summary="Predicted utility bounds",
     )
-    def utility(
+    async def utility(
         request: Request,
-        body: Annotated[UtilityRequest, Body(openapi_examples=EXAMPLES["utility"])],  # type: ignore[valid-type]
+        compute: ComputeDep,
+        body: Annotated[UtilityRequest, Body(openapi_examples=request_examples(Operation.UTILITY))],  # type: ignore[valid-type]
     ) -> schemas.UtilityResponse:
         """Each predicted utility bound: value, measure, the theorem it comes from, its assumptions and whether they
         hold (empty with a reason where the algorithm has none)."""
         family = family_for(request, body.algorithm)
-        return schemas.UtilityResponse.model_validate(family.utility(body.params))
+        report = await compute.answer(request, family, Operation.UTILITY, body, (body.params,))
+        return schemas.UtilityResponse.model_validate(report)
 
     return router
 
 
 # -- verification jobs ----------------------------------------------------------------------------------------------
-
-JOB_EXAMPLES = {
-    "last-iterate": {
-        "summary": "dp-sgd-last-iterate on the linear-Gaussian instance: utility and audit",
-        "value": {
-            "algorithm": "dp-sgd-last-iterate",
-            "params": {
-                "dataset_size": 20,
-                "batch_size": 2,
-                "steps": 50,
-                "stepsize": 0.1,
-                "clip_norm": 1.0,
-                "smoothness": 1.0,
-                "weak_convexity": 0.0,
-                "clipping": "inactive",
-                "noise_multiplier": 2.0,
-            },
-            "delta": 1e-5,
-            "checks": ["utility", "privacy-audit"],
-            "trials": 2000,
-            "seed": 7,
-        },
-    },
-    "dp-sgd": {
-        "summary": "dp-sgd, calibrated to ε = 3 first, audited",
-        "value": {
-            "algorithm": "dp-sgd",
-            "params": {"dataset_size": 1000, "batch_size": 1000, "steps": 10},
-            "delta": 1e-5,
-            "target_epsilon": 3.0,
-            "checks": ["privacy-audit"],
-            "trials": 20000,
-            "seed": 1,
-        },
-    },
-}
-
 
 RETRY_AFTER_SECONDS = 10
 
@@ -197,10 +221,11 @@ def build_jobs_router(body: schemas.RequestBody, manager_of: Any) -> APIRouter:
     router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
     JobRequest = body.annotation
     Manager = Annotated[Any, Depends(manager_of)]
-    job_errors = {k: ERRORS[k] for k in (400, 404, 413, 422)} | {
-        409: {**PROBLEM, "description": "Idempotency key reused with another body."},
-        429: {**PROBLEM, "description": "The queue is full; retry after Retry-After seconds."},
+    job_errors = {k: ERRORS[k] for k in (400, 404, 413, 415, 422)} | {
+        409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
+        429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
     }
+    unknown_job = {"content": PROBLEM_CONTENT, "description": "Unknown job id."}
 
     def missing(job_id: str) -> ApiProblem:
         return ApiProblem(404, "unknown-job", "Unknown job", f"no job {job_id!r}")
@@ -212,7 +237,7 @@ def build_jobs_router(body: schemas.RequestBody, manager_of: Any) -> APIRouter:
         request: Request,
         response: Response,
         manager: Manager,
-        job: Annotated[JobRequest, Body(openapi_examples=JOB_EXAMPLES)],  # type: ignore[valid-type]
+        job: Annotated[JobRequest, Body(openapi_examples=job_examples())],  # type: ignore[valid-type]
         idempotency_key: Annotated[
             str | None,
             Header(
@@ -281,7 +306,7 @@ def build_jobs_router(body: schemas.RequestBody, manager_of: Any) -> APIRouter:
         return schemas.JobList(jobs=[job_out(j) for j in page], next_cursor=page[-1].id if len(jobs) > limit else None)
 
     @router.get(
-        "/{job_id}", response_model=schemas.JobOut, responses={404: ERRORS[404], 422: ERRORS[422]}, summary="A job"
+        "/{job_id}", response_model=schemas.JobOut, responses={404: unknown_job, 422: ERRORS[422]}, summary="A job"
     )
     def get_job(manager: Manager, job_id: Annotated[str, Path(max_length=64, description="Job id.")]) -> schemas.JobOut:
         """Status, progress, timestamps, the request, and the result or the error."""
@@ -294,9 +319,9 @@ def build_jobs_router(body: schemas.RequestBody, manager_of: Any) -> APIRouter:
         "/{job_id}",
         response_model=schemas.JobOut,
         responses={
-            404: ERRORS[404],
+            404: unknown_job,
             422: ERRORS[422],
-            409: {**PROBLEM, "description": "The job has already finished."},
+            409: {"content": PROBLEM_CONTENT, "description": "The job has already finished."},
         },
         summary="Cancel a job",
     )

@@ -1,16 +1,20 @@
 """``dpcal``: the command line.
 
-    dpcal serve                                   start the service (DPCAL_HOST, DPCAL_PORT; see app.settings)
+    dpcal serve [--workers N]                     start the service (DPCAL_HOST, DPCAL_PORT, DPCAL_WORKERS)
     dpcal algorithms [ID]                         list the algorithms, or describe one
     dpcal calibrate dp-sgd -p dataset_size=60000 -p batch_size=256 -p epochs=60 --target-epsilon 3 --delta 1e-5
     dpcal privacy dp-sgd --params '{"dataset_size": 60000, "batch_size": 256, "steps": 14063, "noise_multiplier": 1}' \
         --delta 1e-5
     dpcal utility ALGORITHM -p ...
-    dpcal verify dp-sgd-last-iterate -p ... --delta 1e-5 --trials 20000    a verification job, with a progress bar
-    dpcal openapi [-o openapi/openapi.json]      write the OpenAPI document
+    dpcal verify dp-sgd-last-iterate -p ... --delta 1e-5 --trials 20000    a verification job, with progress
+    dpcal openapi [-o openapi/openapi.json] [--record-examples]   write the OpenAPI document (first recording
+                                                  the answers to its examples in app/openapi_examples.json)
+    dpcal --version
 
 Requests run in-process by default (through the same HTTP application, so answers are identical), or against a
-running server with ``--url``. Output is a readable summary, or the JSON answer with ``--json``.
+running server with ``--url`` (default: the DPCAL_URL variable). Output is a readable summary, or the JSON answer
+with ``--json``. Progress of ``verify`` goes to standard error: a bar on a terminal, a line per update otherwise,
+nothing with ``--quiet``. Output into a closed pipe (``| head``) ends quietly.
 Exit status: 0 on success, 2 when the service rejects the input (the problem is printed), 1 when it is unreachable
 (or, for verify, when the job fails or is cancelled).
 """
@@ -20,18 +24,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
+from . import __version__
 from .client import AsyncDpcalClient, DpcalProblem
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader (e.g. `head`) closed the pipe: not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not raise again
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
@@ -57,17 +73,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpcal", description="Privacy accounting and noise calibration for DP-ML.")
+    parser.add_argument("--version", action="version", version=f"dpcal {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start the HTTP service")
     serve.add_argument("--host", help="interface (default DPCAL_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default DPCAL_PORT or 8000)")
+    serve.add_argument("--workers", type=int, help="server processes (default DPCAL_WORKERS or 1)")
 
     openapi = commands.add_parser("openapi", help="write the OpenAPI document")
     openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    openapi.add_argument(
+        "--record-examples",
+        action="store_true",
+        help="first record the service's answers to its request examples in app/openapi_examples.json",
+    )
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", help="a running dpcal server (default: answer in-process)")
+        p.add_argument(
+            "--url",
+            default=os.environ.get("DPCAL_URL") or None,
+            help="a running dpcal server (default: DPCAL_URL, else answer in-process)",
+        )
         p.add_argument("--json", action="store_true", help="print the JSON answer")
 
     def hyperparameters(p: argparse.ArgumentParser) -> None:
@@ -112,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--seed", type=int, default=0)
     verify.add_argument("--problem", help="synthetic-problem settings as a JSON object")
     verify.add_argument("--idempotency-key", help="resubmitting with the same key returns the same job")
+    verify.add_argument("--quiet", action="store_true", help="no progress on standard error")
     common(verify)
     return parser
 
@@ -193,7 +221,7 @@ async def _verify(args: argparse.Namespace) -> Any:
             job = await client.submit_job(
                 args.algorithm, _params(args), args.delta, idempotency_key=args.idempotency_key, **fields
             )
-            return await client.wait_job(job.id, progress=None if args.json else _progress_bar)
+            return await client.wait_job(job.id, progress=_progress(args))
     import dataclasses
     import tempfile
 
@@ -205,10 +233,27 @@ async def _verify(args: argparse.Namespace) -> Any:
         try:
             async with AsyncDpcalClient("http://dpcal.in-process", transport=httpx.ASGITransport(app=app)) as client:
                 job = await client.submit_job(args.algorithm, _params(args), args.delta, **fields)
-                return await client.wait_job(job.id, interval=0.2, progress=None if args.json else _progress_bar)
+                return await client.wait_job(job.id, interval=0.2, progress=_progress(args))
         finally:
             if getattr(app.state, "jobs", None) is not None:
                 app.state.jobs.stop()
+
+
+def _progress(args: argparse.Namespace) -> Callable[[Any], None] | None:
+    """A bar redrawn in place on a terminal; a line per change when standard error is a file or a pipe."""
+    if args.quiet or args.json:
+        return None
+    if sys.stderr.isatty():
+        return _progress_bar
+    seen: list[tuple[str, int]] = []
+
+    def lines(job: Any) -> None:
+        state = (job.status, job.progress.completed)
+        if not seen or seen[-1] != state:
+            seen.append(state)
+            print(f"{job.status} {job.progress.completed}/{job.progress.total} trials", file=sys.stderr, flush=True)
+
+    return lines
 
 
 def _progress_bar(job: Any) -> None:
@@ -282,6 +327,16 @@ def _summary(command: str, answer: Any) -> str:
             f"  {a.name:6} "
             + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
         )
+    paper = getattr(answer, "paper", None)
+    if paper is not None:
+        certified = "" if paper.epsilon_certified is None else f", certified ε = {paper.epsilon_certified:.6g}"
+        claim = "" if paper.epsilon_claimed is None else f"claims ε = {paper.epsilon_claimed:.6g}"
+        verdict = {True: "valid", False: "NOT valid", None: "not checked"}[paper.valid]
+        lines.append(f"  paper: {paper.source}: {claim}{certified} ({verdict})")
+    for b in answer.bounds:
+        if b.selected:
+            at = "" if b.epsilon is None else f": ε = {b.epsilon:.6g}"
+            lines.append(f"  winning bound: {b.name} ({b.source}; {b.releases}){at}")
     lines += [f"  warning: {w}" for w in answer.warnings]
     return "\n".join(lines)
 
@@ -316,25 +371,81 @@ def _job_summary(job: Any) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .settings import Settings
+    from .main import SUPERVISOR_VARIABLE
+    from .settings import Settings, SettingsError
 
-    settings = Settings.from_env()
-    uvicorn.run(
-        "app.main:app", host=args.host or settings.host, port=args.port or settings.port, log_level=settings.log_level
-    )
+    try:
+        settings = Settings.from_env()
+    except SettingsError as error:
+        print(f"dpcal: {error}", file=sys.stderr)
+        return 2
+    host, port = args.host or settings.host, args.port or settings.port
+    workers = args.workers or settings.workers
+    if workers < 1:
+        print("dpcal: --workers must be at least 1", file=sys.stderr)
+        return 2
+    busy = _port_in_use(host, port)
+    if busy:
+        print(
+            f"dpcal: cannot listen on {host}:{port} ({busy}); choose another port, e.g. "
+            f"DPCAL_PORT={port + 1} make serve (or dpcal serve --port {port + 1})",
+            file=sys.stderr,
+        )
+        return 1
+    if workers > 1:
+        os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())
+    uvicorn.run("app.main:app", host=host, port=port, log_level=settings.log_level, workers=workers)
     return 0
 
 
-def _openapi(args: argparse.Namespace) -> int:
-    from .main import app
+def _port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound (e.g. "address already in use"), or None if it can."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as error:
+        return error.strerror.lower() if error.strerror else str(error)
+    return None
 
-    text = json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
+
+def _openapi(args: argparse.Namespace) -> int:
+    """Write the OpenAPI document (after recording the service's answers to its request examples, if asked)."""
+    from . import api
+    from .main import create_app
+
+    if args.record_examples:
+        answers = asyncio.run(_example_answers())
+        text = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
+        api.RESPONSE_EXAMPLES_FILE.write_text(text, encoding="utf-8")
+    text = json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
     return 0
+
+
+async def _example_answers() -> dict[str, dict[str, Any]]:
+    """The in-process service's answer to every request example of the POST endpoints, by path and algorithm."""
+    from accountants.registry import Operation
+
+    from . import api
+    from .main import create_app
+
+    app = create_app()
+    answers: dict[str, dict[str, Any]] = {}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://dpcal.in-process", timeout=600) as client:
+        for operation in (Operation.PRIVACY, Operation.CALIBRATE, Operation.UTILITY):
+            path = f"/v1/{operation.value}"
+            for algorithm, example in api.request_examples(operation).items():
+                response = await client.post(path, json=example["value"])
+                response.raise_for_status()
+                answers.setdefault(path, {})[algorithm] = response.json()
+    return answers
 
 
 if __name__ == "__main__":

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__, api, docs, problems
+from .compute import Compute
 from .jobs.manager import JobManager
 from .schemas import Health
 from .settings import Settings
+from .worker import pin_blas_threads
+
+SUPERVISOR_VARIABLE = "DPCAL_SUPERVISOR_PID"
+"""Set by ``dpcal serve --workers N`` for its server processes: they exit when that supervisor is gone."""
+JSON_MEDIA_TYPES = ("application/json",)
 
 DESCRIPTION = """\
 Privacy accounting and noise calibration for differentially private machine learning.
@@ -31,7 +40,12 @@ and the step count. Errors are RFC 9457 problem details naming each offending fi
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
+    pin_blas_threads()
     lock = threading.Lock()
+    compute = Compute(settings)
+
+    def compute_of() -> Compute:
+        return compute
 
     def manager_of(request: Request) -> JobManager:
         """The job manager, started with the app (or on first use where the host skips lifespan events)."""
@@ -44,6 +58,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        _exit_with_supervisor()
+        compute.warm()
         with lock:
             app.state.jobs = JobManager(settings)
             app.state.jobs.start()
@@ -65,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     bodies = api.request_bodies()
     problems.install(app, {path: body.variants for path, body in bodies.items()})
     docs.install(app)
-    app.include_router(api.build_router(bodies))
+    app.include_router(api.build_router(bodies, compute_of))
     app.include_router(api.build_jobs_router(bodies["/v1/jobs"], manager_of))
 
     @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness")
@@ -73,20 +89,66 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The service is up; its version."""
         return Health(status="ok", version=__version__)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    app.add_middleware(RequestGate, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+class RequestGate:
+    """Refuses, before any parsing, a body declared larger than the limit (413) and a POST body that is not JSON
+    (415). A plain ASGI middleware, so the endpoints still see the client's disconnection (Starlette's
+    ``BaseHTTPMiddleware`` would hide it, and abandoned heavy computations would run on)."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app, self.max_body_bytes = app, max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            request = Request(scope)
+            problem = self._refusal(request)
+            if problem is not None:
+                await problems.problem_response(request, problem)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, request: Request) -> problems.ApiProblem | None:
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > settings.max_body_bytes):
-            problem = problems.ApiProblem(
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            return problems.ApiProblem(
                 413,
                 "too-large",
                 "Request body too large",
-                f"the body is limited to {settings.max_body_bytes} bytes (DPCAL_MAX_BODY_BYTES)",
+                f"the body is limited to {self.max_body_bytes} bytes (DPCAL_MAX_BODY_BYTES)",
             )
-            return problems.problem_response(request, problem)
-        return await call_next(request)
+        given = request.headers.get("content-type")
+        if request.method == "POST" and not _is_json(given):
+            return problems.ApiProblem(
+                415,
+                "unsupported-media-type",
+                "Unsupported media type",
+                "the body must be sent as application/json (Content-Type: application/json), got "
+                f"{'no Content-Type' if given is None else repr(given)}",
+            )
+        return None
 
-    return app
+
+def _is_json(content_type: str | None) -> bool:
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    return media_type in JSON_MEDIA_TYPES or media_type.endswith("+json")
+
+
+def _exit_with_supervisor() -> None:
+    """Under ``dpcal serve --workers N``: end this server process when the supervisor is gone (killed with SIGKILL,
+    it cannot stop its workers; they would keep the port and the job lease)."""
+    supervisor = os.environ.get(SUPERVISOR_VARIABLE)
+    if not supervisor or not supervisor.isdigit() or int(supervisor) == os.getpid():
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(supervisor):
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpcal-supervisor-watch", daemon=True).start()
 
 
 app = create_app()

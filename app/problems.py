@@ -24,7 +24,7 @@ from accountants.errors import (
     UnknownAlgorithmError,
     UnsupportedAccountantError,
 )
-from accountants.params import field_issues
+from accountants.params import did_you_mean, field_issues
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("dpcal")
@@ -78,13 +78,16 @@ def invalid(issues: Sequence[FieldIssue], status: int = 422) -> ApiProblem:
 
 def unknown_algorithm(algorithm: object) -> ApiProblem:
     known = registry.ids()
+    hint = did_you_mean(algorithm, known) if isinstance(algorithm, str) else ""
     return ApiProblem(
         404,
         "unknown-algorithm",
         "Unknown algorithm",
-        f"no algorithm {algorithm!r}; valid ids: {', '.join(known)}",
+        f"no algorithm {algorithm!r}{hint}; valid ids: {', '.join(known)}",
         algorithms=known,
-        errors=[{"loc": ["algorithm"], "message": "unknown algorithm", "allowed": "one of: " + ", ".join(known)}],
+        errors=[
+            {"loc": ["algorithm"], "message": "unknown algorithm" + hint, "allowed": "one of: " + ", ".join(known)}
+        ],
     )
 
 
@@ -218,7 +221,8 @@ def _issue(error: Mapping[str, Any], loc: list[Any], model: type[BaseModel] | No
         params_model = model.model_fields["params"].annotation
         issue = field_issues(params_model, [{**relative, "loc": tuple(loc[1:])}])[0]  # type: ignore[arg-type]
         return FieldIssue(("params", *issue.loc), issue.message, issue.allowed, issue.value)
-    if model is not None and loc and isinstance(loc[0], str) and loc[0] in model.model_fields:
+    known_field = loc and isinstance(loc[0], str) and loc[0] in (model.model_fields if model else {})
+    if model is not None and (known_field or (error.get("type") == "extra_forbidden" and len(loc) == 1)):
         return field_issues(model, [relative])[0]
     return FieldIssue(tuple(loc) or ("body",), str(error.get("msg", "invalid")).lower(), _allowed_from(error))
 

@@ -443,7 +443,7 @@ class ProblemField(BaseModel):
 class Problem(BaseModel):
     """RFC 9457 problem details."""
 
-    type: str = Field(description="URI identifying the problem type.", examples=["https://dpcal.dev/problems/invalid"])
+    type: str = Field(description="URI identifying the problem type.", examples=["urn:dpcal:problem:invalid-request"])
     title: str = Field(description="Short summary of the problem type.", examples=["Invalid request"])
     status: int = Field(description="HTTP status code.", examples=[422])
     detail: str = Field(description="Explanation of this occurrence.", examples=["params.batch_size: must not …"])

@@ -7,6 +7,10 @@ variable                   default       meaning
 ``DPCAL_PORT``             8000          port ``dpcal serve`` listens on
 ``DPCAL_LOG_LEVEL``        info          uvicorn log level (critical, error, warning, info, debug)
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
+``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
+``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
+``DPCAL_MAX_HEAVY``        CPU count     heavy computations at once on this host (more: 503 with Retry-After)
+``DPCAL_CACHE_SIZE``       1024          answers kept per server process for identical requests (0: none)
 ``DPCAL_JOBS_DB``          dpcal-jobs.sqlite3  the verification-job database (created on first start)
 ``DPCAL_JOB_WORKERS``      CPU count     worker processes running verification trials
 ``DPCAL_JOB_MAX_TRIALS``   200000        trials allowed per job (more: 422)
@@ -24,6 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 PREFIX = "DPCAL_"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -39,6 +44,10 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     max_body_bytes: int = 1_000_000
+    workers: int = 1
+    request_timeout: float = 30.0
+    max_heavy: int = max(1, os.cpu_count() or 1)
+    cache_size: int = 1024
     jobs_db: str = "dpcal-jobs.sqlite3"
     job_workers: int = max(1, os.cpu_count() or 1)
     job_max_trials: int = 200_000
@@ -48,6 +57,11 @@ class Settings:
     job_max_attempts: int = 3
     job_chunk_blocks: int = 16
     job_lease_seconds: float = 30.0
+
+    @property
+    def host_directory(self) -> Path:
+        """Where the server processes of one service share state on a host (lock files): beside the job database."""
+        return Path(f"{self.jobs_db}.host")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +81,9 @@ class Settings:
         if f"{PREFIX}JOBS_DB" in env:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
         for name, lo, hi in (
+            ("WORKERS", 1, 64),
+            ("MAX_HEAVY", 1, 1024),
+            ("CACHE_SIZE", 0, 10**6),
             ("JOB_WORKERS", 1, 256),
             ("JOB_MAX_TRIALS", 2, 10**7),
             ("JOB_MAX_QUEUED", 1, 10**6),
@@ -76,6 +93,7 @@ class Settings:
             if f"{PREFIX}{name}" in env:
                 values[name.lower()] = _integer(env, name, lo, hi)
         for name, lo, hi in (
+            ("REQUEST_TIMEOUT", 0.1, 86400.0),
             ("JOB_MAX_WORK", 1e3, 1e15),
             ("JOB_TIME_LIMIT", 0.1, 1e6),
             ("JOB_LEASE_SECONDS", 1.0, 1e5),

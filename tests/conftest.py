@@ -23,14 +23,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """A dpcal server on a free loopback port; its job database is a fresh temporary file unless env names one."""
+def start_server(env: dict[str, str] | None = None, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A dpcal server on a free loopback port (``args``: more ``dpcal serve`` options); its job database is a fresh
+    temporary file unless env names one."""
     port = free_port()
     database = env.get("DPCAL_JOBS_DB") if env else None
     if database is None:
         database = os.path.join(tempfile.mkdtemp(prefix="dpcal-test-"), "jobs.sqlite3")
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
         cwd=ROOT,
         env={
             **os.environ,
@@ -54,6 +55,41 @@ def start_server(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[by
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("server did not start within 60 s")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` and every live descendant (Linux /proc), in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(times.get(p, 0.0) for p in tree)
+
+
+def wait_until_idle(pid: int, window: float = 1.0, limit: float = 0.1, timeout: float = 120.0) -> None:
+    """Wait until the process tree of ``pid`` uses less than ``limit`` CPU seconds in ``window`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = tree_cpu_seconds(pid)
+        time.sleep(window)
+        if tree_cpu_seconds(pid) - before < limit:
+            return
+    raise AssertionError(f"process tree of {pid} still busy after {timeout} s")
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:

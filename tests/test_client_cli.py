@@ -228,3 +228,76 @@ def test_cli_verify_rejected_input_is_exit_status_2(live_server):
         live_server,
     )
     assert result.returncode == 2 and "params.batch_size" in result.stderr
+
+
+def test_cli_into_a_closed_pipe_exits_quietly(live_server):
+    shell = (
+        f"{sys.executable} -m app.cli privacy dp-sgd -p dataset_size=60000 -p batch_size=256 -p epochs=60 "
+        f"-p noise_multiplier=1.1 --delta 1e-5 --accountant rdp --url {live_server} --json | head -1"
+    )
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "{" and "Traceback" not in result.stderr and not result.stderr.strip()
+
+
+def test_cli_version_and_url_from_the_environment(live_server):
+    from app import __version__
+
+    version = dpcal("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"dpcal {__version__}"
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "algorithms", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+        env={**__import__("os").environ, "DPCAL_URL": "http://127.0.0.1:9"},  # nothing listens there
+    )
+    assert result.returncode == 1 and "127.0.0.1:9" in result.stderr  # the variable was used as --url
+
+
+def test_cli_progress_without_a_terminal_is_one_line_per_update(live_server):
+    params = '{"dataset_size": 20, "batch_size": 2, "steps": 50, "stepsize": 0.1, "clip_norm": 1, "smoothness": 1, '
+    params += '"weak_convexity": 0, "clipping": "inactive", "noise_multiplier": 2}'
+    run = dpcal(
+        "verify", "dp-sgd-last-iterate", "--params", params, "--delta", "1e-5", "--trials", "2048", "--url", live_server
+    )
+    assert run.returncode == 0, run.stderr
+    assert "\r" not in run.stderr and run.stderr.strip().splitlines()[-1] == "succeeded 2048/2048 trials"
+    quiet = dpcal("verify", "dp-sgd-last-iterate", "--params", params, "--delta", "1e-5", "--trials", "128", "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == "" and "succeeded" in quiet.stdout
+
+
+def test_cli_summary_shows_the_paper_and_the_winning_bound(live_server):
+    nseg = dpcal(
+        "calibrate",
+        "nseg",
+        "--params",
+        '{"dataset_size": 10000, "batch_size": 10, "lipschitz": 2.414, '
+        '"smoothness": 1.0, "diameter": 2.828, "dimension": 10}',
+        "--target-epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--url",
+        live_server,
+    )
+    assert nseg.returncode == 0, nseg.stderr
+    assert "\n  paper: " in nseg.stdout
+    last = dpcal(
+        "privacy",
+        "dp-sgd-last-iterate",
+        "--params",
+        '{"dataset_size": 10000, "batch_size": 10, "steps": 100000, '
+        '"stepsize": 1e-5, "clip_norm": 10.0, "smoothness": 1.0, "weak_convexity": 100.0, "clipping": "inactive", '
+        '"noise_multiplier": 1.0}',
+        "--delta",
+        "1e-5",
+        "--url",
+        live_server,
+    )
+    assert last.returncode == 0, last.stderr
+    assert "\n  winning bound: " in last.stdout

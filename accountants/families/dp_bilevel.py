@@ -50,7 +50,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from scipy import optimize
@@ -763,6 +763,44 @@ def _certified(result: AccountantResult) -> bool:
 @register
 class DpBilevel(AlgorithmFamily):
     id = "dp-bilevel"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 100000,
+        "dimension_x": 10,
+        "dimension_y": 10,
+        "steps": 100,
+        "inner_steps": 1000,
+        "inner_rounds": 2,
+        "regularization": 20.0,
+        "stepsize": 0.25,
+        "strong_convexity": 1.0,
+        "lipschitz_f": 5.0,
+        "smoothness_f": 1.0,
+        "lipschitz_g": 6.0,
+        "smoothness_g": 2.0,
+        "hessian_lipschitz_g": 0.0,
+        "noise_multiplier": 60.0,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 100000,
+            "dimension_x": 2,
+            "dimension_y": 2,
+            "steps": 10,
+            "inner_steps": 100,
+            "regularization": 20.0,
+            "stepsize": 0.25,
+            "strong_convexity": 1.0,
+            "lipschitz_f": 5.0,
+            "smoothness_f": 1.0,
+            "lipschitz_g": 6.0,
+            "smoothness_g": 2.0,
+            "hessian_lipschitz_g": 0.0,
+        },
+        "delta": 1e-05,
+        "target_epsilon": 2.0,
+        "trials": 128,
+        "seed": 11,
+    }
     title = "Differentially private bilevel optimization (penalty method, full batch and mini-batch)"
     summary = (
         "First-order DP bilevel optimization (hyperparameter tuning, meta-learning): each outer step runs two private "
@@ -848,7 +886,7 @@ class DpBilevel(AlgorithmFamily):
 
     # -- privacy ---------------------------------------------------------------------------------------------------
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | BilevelParams,
         delta: float,
@@ -888,7 +926,7 @@ class DpBilevel(AlgorithmFamily):
 
     # -- calibration -----------------------------------------------------------------------------------------------
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | BilevelParams,
         target_epsilon: float,

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
 from ..mechanisms.poisson_gaussian_pld import DEFAULT_VALUE_DISCRETIZATION, PoissonGaussianPld
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
 from ..rdp import RdpAccountant
-from ..registry import AlgorithmFamily, BoundInfo, register
+from ..registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
 from ..registry import get as registry_get
 from ..reports import (
     AccountantResult,
@@ -132,7 +132,7 @@ class DpSgdParams(ParamsModel):
     )
     neighbouring: Literal["add-remove", "replace-one"] = param(
         "Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the "
-        "sensitivity of the clipped sum is then 2·clip_norm).",
+        "sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`.",
         example="add-remove",
         default="add-remove",
     )
@@ -218,6 +218,20 @@ _SENSITIVITY_RULE = {
 @register
 class DpSgd(AlgorithmFamily):
     id = "dp-sgd"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 60000,
+        "batch_size": 256,
+        "epochs": 60,
+        "noise_multiplier": 1.1,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {"dataset_size": 1000, "batch_size": 1000, "steps": 10},
+        "delta": 1e-05,
+        "target_epsilon": 3.0,
+        "checks": ["privacy-audit"],
+        "trials": 20000,
+        "seed": 1,
+    }
     title = "Poisson-subsampled DP-SGD"
     summary = (
         "Noisy clipped SGD on random batches (Abadi et al. 2016) with every iterate released: the baseline that "
@@ -274,9 +288,17 @@ class DpSgd(AlgorithmFamily):
         ),
     )
 
+    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
+        """Heavy exactly where a privacy-loss distribution is built: Poisson batches under add/remove-one below full
+        batch, when the tight accountant is asked for (``tight``, or ``best``, which needs its value)."""
+        p: DpSgdParams = self.parse(params)
+        builds_pld = p.batch_size < p.dataset_size and _tight_not_applicable(p) is None
+        asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
+        return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
+
     # -- privacy ---------------------------------------------------------------------------------------------------
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | DpSgdParams,
         delta: float,
@@ -295,7 +317,8 @@ class DpSgd(AlgorithmFamily):
         conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, grid, refine)
         _require_finite(conversion.value, "noise_multiplier")
         warnings += conversion.warnings
-        results = [_rdp_result(p, conversion), _tight_result(p, z, d, steps)]
+        tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
+        results = [_rdp_result(p, conversion), tight]
         results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
 
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
@@ -314,7 +337,7 @@ class DpSgd(AlgorithmFamily):
 
     # -- calibration -----------------------------------------------------------------------------------------------
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | DpSgdParams,
         target_epsilon: float,
@@ -362,10 +385,7 @@ def _calibrate_cached(
     calibration = calibrate_rdp(curve_of, d, target, orders=orders, initial=z_gaussian or 1.0)
     results.append(_rdp_result(p, calibration.conversion, calibration.noise))
     if accountant == "rdp" and not full_batch:
-        # the PLD calibration costs ~10 PLD builds: only where its answer is asked for
-        results.append(
-            AccountantResult("tight", False, reason="not computed: the request asked for the rdp accountant")
-        )
+        results.append(_NOT_ASKED)  # the PLD calibration costs ~10 PLD builds: only where its answer is asked for
     else:
         results.append(_tight_calibration(p, target, d, steps, z_gaussian, calibration.noise))
     results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
@@ -446,7 +466,7 @@ _PLD_COARSE_GRID = 1e-3
 """Loss grid of the first calibration pass (≈10× faster per evaluation); the answer comes from the fine grid."""
 _PLD_RTOL = 1e-5
 """Relative tolerance on the tight noise multiplier: the PLD's own ε is accurate to ~1e-4 relative."""
-_INFEASIBLE = 1e12
+_INFEASIBLE = math.inf
 """ε reported to the root finder where the PLD certifies no finite ε (δ below its atom at +∞)."""
 
 
@@ -519,6 +539,9 @@ def _tight_calibration(
         noise_multiplier=fine.noise,
     )
 
+
+_NOT_ASKED = AccountantResult("tight", False, reason="not computed: the request asked for the rdp accountant")
+"""The tight accountant's place in an answer that asked for rdp: a PLD is built only where its value is used."""
 
 _PAPER_REASON = (
     "dp-sgd has no paper calibration of its own: Abadi et al.'s moments accountant is the rdp accountant here"

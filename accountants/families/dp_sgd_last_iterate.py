@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -428,6 +428,34 @@ _UTILITY_REASON = (
 @register
 class DpSgdLastIterate(AlgorithmFamily):
     id = "dp-sgd-last-iterate"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 10000,
+        "batch_size": 10,
+        "steps": 100000,
+        "stepsize": 1e-05,
+        "clip_norm": 10.0,
+        "smoothness": 1.0,
+        "weak_convexity": 100.0,
+        "clipping": "inactive",
+        "noise_multiplier": 1.0,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 20,
+            "batch_size": 2,
+            "steps": 50,
+            "stepsize": 0.1,
+            "clip_norm": 1.0,
+            "smoothness": 1.0,
+            "weak_convexity": 0.0,
+            "clipping": "inactive",
+            "noise_multiplier": 2.0,
+        },
+        "delta": 1e-05,
+        "checks": ["utility", "privacy-audit"],
+        "trials": 2000,
+        "seed": 7,
+    }
     title = "Cyclic, clipped, last-iterate DP-SGD (nonconvex composite losses)"
     summary = (
         "DP-SGD traversing the data in a fixed order in disjoint batches, clipping per-example gradients, taking a "
@@ -480,7 +508,7 @@ class DpSgdLastIterate(AlgorithmFamily):
         ),
     )
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | LastIterateParams,
         delta: float,
@@ -519,7 +547,7 @@ class DpSgdLastIterate(AlgorithmFamily):
             bounds=tuple(_bound_results(found, best, z, d, grid)),
         )
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | LastIterateParams,
         target_epsilon: float,

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -418,6 +418,30 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 @register
 class Nispp(AlgorithmFamily):
     id = "nispp"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 10000,
+        "batch_size": 22,
+        "lipschitz": 2.414,
+        "smoothness": 1.0,
+        "diameter": 2.828,
+        "dimension": 10,
+        "noise_multiplier": 3.73,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 10000,
+            "batch_size": 22,
+            "lipschitz": 2.414,
+            "smoothness": 1.0,
+            "diameter": 2.828,
+            "dimension": 10,
+        },
+        "delta": 1e-05,
+        "target_epsilon": 1.0,
+        "checks": ["utility"],
+        "trials": 128,
+        "seed": 0,
+    }
     title = "Noisy inexact stochastic proximal point (DP monotone VIs and saddle points)"
     summary = (
         "Inexact proximal-point steps on batches, each prox point released with Gaussian noise. Single pass "
@@ -467,7 +491,7 @@ class Nispp(AlgorithmFamily):
         BoundInfo("Theorems 6–7", "utility", f"{SOURCE}, Theorems 6–7 (4M, not 2M)", ("passes = multi",)),
     )
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | NisppParams,
         delta: float,
@@ -485,7 +509,7 @@ class Nispp(AlgorithmFamily):
             self.id, answer, delta, _noise(p, s), _conventions(p), _releases(p, s), _notes(p, s)
         )
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | NisppParams,
         target_epsilon: float,

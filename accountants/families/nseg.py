@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -307,6 +307,29 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 @register
 class Nseg(AlgorithmFamily):
     id = "nseg"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 10000,
+        "batch_size": 10,
+        "lipschitz": 2.414,
+        "smoothness": 1.0,
+        "diameter": 2.828,
+        "dimension": 10,
+        "noise_multiplier": 3.73,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 10000,
+            "batch_size": 10,
+            "lipschitz": 2.414,
+            "smoothness": 1.0,
+            "diameter": 2.828,
+            "dimension": 10,
+        },
+        "delta": 1e-05,
+        "target_epsilon": 1.0,
+        "trials": 1000,
+        "seed": 4,
+    }
     title = "Noisy stochastic extragradient (DP monotone VIs and saddle points)"
     summary = (
         "Extragradient with two noisy batch-operator evaluations per step, on disjoint batches (single pass, strong "
@@ -352,7 +375,7 @@ class Nseg(AlgorithmFamily):
         BoundInfo("Corollary 1 (rate)", "utility", f"{SOURCE}, Corollary 1", ("passes = single",)),
     )
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | NsegParams,
         delta: float,
@@ -368,7 +391,7 @@ class Nseg(AlgorithmFamily):
             self.id, answer, delta, _noise(p, z), _conventions(p), _releases(p, z), _notes(p)
         )
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | NsegParams,
         target_epsilon: float,

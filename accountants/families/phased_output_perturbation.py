@@ -48,7 +48,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -1145,6 +1145,29 @@ def _order(alpha: float) -> float | None:
 @register
 class PhasedOutputPerturbation(AlgorithmFamily):
     id = "phased-output-perturbation"
+    example: ClassVar[Mapping[str, Any]] = {
+        "problem_class": "convex",
+        "dataset_size": 4096,
+        "dimension": 10,
+        "lipschitz": 1.0,
+        "diameter": 1.0,
+        "noise_multiplier": 4.9,
+    }
+    utility_example_extra: ClassVar[Mapping[str, Any]] = {"target_delta": 1e-5}
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "problem_class": "strongly-convex",
+            "dataset_size": 500,
+            "dimension": 6,
+            "lipschitz": 1.0,
+            "strong_convexity": 0.5,
+            "smoothness": 0.5,
+        },
+        "delta": 1e-06,
+        "target_epsilon": 1.0,
+        "trials": 2000,
+        "seed": 3,
+    }
     title = "(Phased) output perturbation with any base solver: DP-SCO and DP minimax"
     summary = (
         "Solve the (regularised) empirical problem with any base solver to the accuracy the plan lists, then add "
@@ -1201,7 +1224,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
 
     # -- privacy -------------------------------------------------------------------------------------------------
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | PhasedOutputPerturbationParams,
         delta: float,
@@ -1251,7 +1274,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
 
     # -- calibration ---------------------------------------------------------------------------------------------
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | PhasedOutputPerturbationParams,
         target_epsilon: float,

@@ -45,7 +45,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -70,7 +70,7 @@ from ..mechanisms.pure_composition import (
     pure_dp_rdp,
 )
 from ..params import Count, ParamsModel, bounded_count, param
-from ..registry import AlgorithmFamily, BoundInfo, register
+from ..registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
 from ..reports import (
     AccountantResult,
     Assumption,
@@ -712,6 +712,33 @@ def tune_algorithm3(p: PrivateMirrorDescentParams) -> tuple[int, int, float]:
 @register
 class PrivateMirrorDescent(AlgorithmFamily):
     id = "private-mirror-descent"
+    example: ClassVar[Mapping[str, Any]] = {
+        "variant": "second-order",
+        "dataset_size": 32000,
+        "dimension_x": 32,
+        "dimension_y": 32,
+        "lipschitz": 1.0,
+        "smoothness": 1.0,
+        "second_order_smoothness": 0.0,
+        "batch_size": 12,
+        "stepsize": 0.0125,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "variant": "second-order",
+            "dataset_size": 400,
+            "dimension_x": 4,
+            "dimension_y": 4,
+            "lipschitz": 1.0,
+            "smoothness": 1.0,
+            "second_order_smoothness": 0.0,
+            "batch_size": 10,
+        },
+        "delta": 1e-05,
+        "target_epsilon": 4.0,
+        "trials": 2048,
+        "seed": 3,
+    }
     title = "Private stochastic mirror descent with vertex sampling (saddle points and SCO on simplices)"
     summary = (
         "Entropic mirror descent for stochastic saddle-point problems (and DP-SCO) on simplices or polytopes, "
@@ -776,9 +803,20 @@ class PrivateMirrorDescent(AlgorithmFamily):
         ),
     )
 
+    def cost(
+        self,
+        operation: Operation,
+        params: Mapping[str, Any] | PrivateMirrorDescentParams,
+        accountant: str = "best",
+    ) -> Cost:
+        """Heavy for privacy and calibration: every answer evaluates the optimal bounded-range composition (a
+        Bellman recursion composed by FFT, ~0.1 s), and calibration searches over it."""
+        self.parse(params)
+        return Cost.CHEAP if operation is Operation.UTILITY else Cost.HEAVY
+
     # -- privacy ------------------------------------------------------------------------------------------------------
 
-    def privacy(
+    def _privacy(
         self,
         params: Mapping[str, Any] | PrivateMirrorDescentParams,
         delta: float,
@@ -812,7 +850,7 @@ class PrivateMirrorDescent(AlgorithmFamily):
 
     # -- calibration --------------------------------------------------------------------------------------------------
 
-    def calibrate(
+    def _calibrate(
         self,
         params: Mapping[str, Any] | PrivateMirrorDescentParams,
         target_epsilon: float,

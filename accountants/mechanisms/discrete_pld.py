@@ -81,10 +81,21 @@ def convolve(a: DiscretePld, b: DiscretePld, direct_limit: int = 0) -> tuple[Dis
     out = fft.irfft(fa * fa if same else fa * fft.rfft(b.probs, n), n)[:m]
     np.maximum(out, 0.0, out=out)
     eta = 10.0 * U * math.ceil(math.log2(max(n, 2)))
-    a2, b2 = float(np.linalg.norm(a.probs)), float(np.linalg.norm(b.probs))
+    a2, b2 = _norm(a.probs), _norm(b.probs)
     l2 = (3.0 * eta + 6.0 * U) * (a2 * b1 + a1 * b2) * (1.0 + 1e-6)
     fft_error = math.sqrt(m) * l2
     return DiscretePld(a.offset + b.offset, out, infinity + fft_error), fft_error
+
+
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """Σ xᵢyᵢ by numpy's pairwise summation, not BLAS: a multi-threaded BLAS on a busy host turns this level-1 call
+    into thread hand-offs (11.7 ms instead of 11 µs for 70k doubles), and pairwise summation errs less."""
+    return float(np.sum(x * y))
+
+
+def _norm(x: np.ndarray) -> float:
+    """‖x‖₂ without BLAS (see :func:`_dot`); the entries are probabilities, so no scaling is needed."""
+    return math.sqrt(_dot(x, x))
 
 
 def coarsen(pld: DiscretePld, factor: int) -> DiscretePld:
@@ -100,7 +111,7 @@ def delta_at(pld: DiscretePld, grid: float, epsilon: float) -> float:
     """Upper bound on E[(1 − e^{ε−S})₊] + mass at ∞ for this discrete PLD."""
     losses = (pld.offset + np.arange(pld.probs.size)) * grid
     above = losses > epsilon
-    value = float(np.dot(pld.probs[above], -np.expm1(epsilon - losses[above])))
+    value = _dot(pld.probs[above], -np.expm1(epsilon - losses[above]))
     return value * (1.0 + SUM_MARGIN) + pld.infinity
 
 
@@ -127,7 +138,7 @@ def epsilon_at(pld: DiscretePld, grid: float, delta: float) -> float:
     s = losses[hi]
     tail = p[hi:]
     a_sum = float(tail.sum()) * (1.0 + SUM_MARGIN) + pld.infinity
-    b_sum = float(np.dot(tail, np.exp(s - losses[hi:])))
+    b_sum = _dot(tail, np.exp(s - losses[hi:]))
     if b_sum > 0.0 and a_sum > delta:
         eps = s + math.log((a_sum - delta) / b_sum)
         eps = min(max(eps, losses[hi - 1] if hi > 0 else 0.0, 0.0), s)
@@ -159,8 +170,8 @@ def uncertified(floor: float, delta: float) -> ParameterError:
 def loss_variance(pld: DiscretePld, grid: float) -> float:
     losses = (pld.offset + np.arange(pld.probs.size)) * grid
     p = pld.probs / max(float(pld.probs.sum()), 1e-300)
-    mean = float(np.dot(p, losses))
-    return float(np.dot(p, (losses - mean) ** 2))
+    mean = _dot(p, losses)
+    return _dot(p, (losses - mean) ** 2)
 
 
 def compose(

@@ -5,6 +5,9 @@
 * Running: a dispatcher thread claims the oldest queued job and submits its blocks in chunks (at most two per worker
   in flight). Each finished chunk is stored with the progress; cancellation and the time limit are checked between
   chunks. When every block is in, the statistics are computed and the job succeeds.
+* One runner per host: every server process accepts jobs, but only the one holding the host's runner lock (a
+  ``flock`` beside the database, released by the kernel when its holder dies) runs them, on one worker pool; the
+  others try to take the lock every second, so a dead runner is replaced.
 * Crashes: a running job carries a lease renewed with each chunk and the owner's host and PID. A job whose owner is
   gone (a dead PID on this host, or an expired lease) goes back to the queue and resumes from its stored chunks; after
   ``job_max_attempts`` attempts it fails with the reason. A graceful shutdown puts the running job back unpenalised.
@@ -12,6 +15,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -37,6 +41,7 @@ from .store import IdempotencyConflict, Job, JobStore
 
 _log = logging.getLogger("dpcal.jobs")
 _RECOVERY_INTERVAL = 5.0
+_RUNNER_RETRY_SECONDS = 1.0
 
 
 class JobRejected(ParameterError):
@@ -54,12 +59,13 @@ class JobManager:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._current: str | None = None
+        self._runner_lock = settings.host_directory / "job-runner.lock"
+        self._runner_lock_fd: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.recover()
-        self._runner = self._runner_factory()
+        self._become_runner()
         self._thread = threading.Thread(target=self._loop, name="dpcal-jobs", daemon=True)
         self._thread.start()
 
@@ -72,7 +78,31 @@ class JobManager:
             self._runner.shutdown()
         if self._current is not None:
             self.store.requeue(self._current, self.owner, count_attempt=False)
+        if self._runner_lock_fd is not None:
+            os.close(self._runner_lock_fd)
+            self._runner_lock_fd = None
         self.store.close()
+
+    @property
+    def runs_jobs(self) -> bool:
+        """Whether this process holds the host's runner lock (and so runs the jobs)."""
+        return self._runner is not None
+
+    def _become_runner(self) -> bool:
+        """Take the host's runner lock if it is free: then recover orphaned jobs and start the worker pool."""
+        if self._runner is not None:
+            return True
+        self._runner_lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._runner_lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._runner_lock_fd = fd
+        self.recover()
+        self._runner = self._runner_factory()
+        return True
 
     # -- the API side ------------------------------------------------------------------------------------------------
 
@@ -185,6 +215,9 @@ class JobManager:
     def _loop(self) -> None:
         last_recovery = time.monotonic()
         while not self._stop.is_set():
+            if not self._become_runner():  # another server process on this host runs the jobs
+                self._stop.wait(_RUNNER_RETRY_SECONDS)
+                continue
             if time.monotonic() - last_recovery > _RECOVERY_INTERVAL:
                 self.recover()
                 last_recovery = time.monotonic()

@@ -1,0 +1,231 @@
+"""Where answers are computed: cheap ones at once, heavy ones bounded.
+
+* **Cheap** answers (closed forms, Rényi curves; :class:`accountants.registry.Cost`) run in the server's thread pool.
+  They never wait for a heavy one: heavy work runs in other processes.
+* **Heavy** answers (privacy-loss distributions, optimal compositions, searches over them) each run in a process of
+  their own, forked from a fork server that has imported the library once. At most ``DPCAL_MAX_HEAVY`` run at once
+  on this host (one lock file per slot, shared by every server process; a further request gets 503 with
+  Retry-After). Each has ``DPCAL_REQUEST_TIMEOUT`` seconds; past that, or when its client disconnects, the process
+  is killed, so nothing keeps computing for a client that left, and the request answers 504 naming the budget.
+* **Identical requests** are answered from a bounded LRU cache of reports (``DPCAL_CACHE_SIZE`` per process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from accountants.registry import AlgorithmFamily, Cost, Operation
+
+from . import worker
+from .problems import ApiProblem
+from .settings import Settings
+
+RETRY_AFTER_SECONDS = 2
+_POLL_SECONDS = 0.2
+"""How often a waiting heavy request checks whether its client is still there."""
+
+
+class HostSlots:
+    """At most ``count`` holders at once on this host: slot i is an exclusive ``flock`` on ``directory/slot-i``.
+
+    The kernel releases a dead holder's lock, so a crashed server process never leaks a slot."""
+
+    def __init__(self, directory: Path, count: int) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.paths = [directory / f"slot-{i}" for i in range(count)]
+
+    def try_acquire(self) -> int | None:
+        """A held slot's file descriptor, or None when every slot is taken."""
+        for path in self.paths:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return fd
+        return None
+
+    @staticmethod
+    def release(fd: int) -> None:
+        os.close(fd)  # closing the only descriptor of the open file releases its lock
+
+
+class AnswerCache:
+    """The last ``size`` reports, by endpoint and canonical request body (used from the event loop only)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+
+    @staticmethod
+    def key(operation: Operation, body: dict[str, Any]) -> str:
+        return operation.value + json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+    def get(self, key: str) -> Any | None:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        return None
+
+    def put(self, key: str, value: Any) -> None:
+        if self.size == 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+@dataclass
+class _Running:
+    process: Any  # multiprocessing.Process of the fork-server context
+    connection: Connection
+
+
+class Compute:
+    """Answers requests for the API (one per server process)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.slots = HostSlots(settings.host_directory / "heavy", settings.max_heavy)
+        self.cache = AnswerCache(settings.cache_size)
+        self._context = multiprocessing.get_context("forkserver")
+        # each forked child runs the main script again (multiprocessing's "__main__" preload does not take effect:
+        # the fork server is not told the main path); with what `dpcal` imports preloaded, that costs nothing
+        self._context.set_forkserver_preload(["app.worker", "app.cli"])
+
+    def warm(self) -> None:
+        """Start the fork server in the background, so the first heavy request does not pay its imports."""
+        threading.Thread(target=multiprocessing.forkserver.ensure_running, name="dpcal-forkserver", daemon=True).start()
+
+    async def answer(
+        self, request: Request, family: AlgorithmFamily, operation: Operation, body: Any, args: tuple[Any, ...]
+    ) -> Any:
+        """``family.<operation>(*args)``: from the cache, in the thread pool (cheap) or in its own process (heavy).
+
+        ``body`` (the validated request) keys the cache; ``args[0]`` are the hyperparameters."""
+        key = AnswerCache.key(operation, body.model_dump(mode="json"))
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        accountant = getattr(body, "accountant", "best")
+        cost = family.cost(operation, args[0], accountant)  # validates the parameters: microseconds
+        method: Callable[..., Any] = getattr(family, operation.value)
+        if cost is Cost.CHEAP:
+            report = await run_in_threadpool(method, *args)
+        else:
+            report = await self._heavy(request, family.id, operation, args)
+        self.cache.put(key, report)
+        return report
+
+    async def _heavy(self, request: Request, algorithm: str, operation: Operation, args: tuple[Any, ...]) -> Any:
+        slot = self.slots.try_acquire()
+        if slot is None:
+            raise busy(self.settings)
+        try:
+            running = await run_in_threadpool(self._start, algorithm, operation, args)
+            answered = False
+            try:
+                status, value = await self._wait(request, running)
+                answered = True
+            finally:
+                await run_in_threadpool(_end, running, answered)
+        finally:
+            HostSlots.release(slot)
+        if status == "error":
+            raise value
+        return value
+
+    def _start(self, algorithm: str, operation: Operation, args: tuple[Any, ...]) -> _Running:
+        receiver, sender = self._context.Pipe(duplex=False)
+        process = self._context.Process(
+            target=worker.answer, args=(sender, algorithm, operation.value, args), name=f"dpcal-{operation.value}"
+        )
+        process.start()
+        sender.close()
+        return _Running(process, receiver)
+
+    async def _wait(self, request: Request, running: _Running) -> tuple[str, Any]:
+        """The child's ("ok" | "error", value); kills it past the budget (504) or when the client leaves."""
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        fd = running.connection.fileno()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        deadline = time.monotonic() + self.settings.request_timeout
+        try:
+            while not ready.done():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise timed_out(self.settings)
+                try:
+                    await asyncio.wait_for(asyncio.shield(ready), timeout=min(_POLL_SECONDS, remaining))
+                except TimeoutError:
+                    if await request.is_disconnected():
+                        raise client_gone() from None
+        finally:
+            loop.remove_reader(fd)
+        try:
+            outcome: tuple[str, Any] = running.connection.recv()
+        except EOFError:
+            code = running.process.exitcode
+            raise RuntimeError(f"the computation process ended without an answer (exit code {code})") from None
+        return outcome
+
+
+def _end(running: _Running, answered: bool) -> None:
+    """Reap the child: it exits by itself after answering; over budget or for a departed client it is killed."""
+    process = running.process
+    if answered:
+        process.join(timeout=2.0)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
+    running.connection.close()
+    process.close()
+
+
+def client_gone() -> ApiProblem:
+    """The client left while its heavy answer was computed: the computation was stopped (nobody reads this)."""
+    return ApiProblem(499, "client-closed-request", "Client closed the request", "the computation was stopped")
+
+
+def busy(settings: Settings) -> ApiProblem:
+    return ApiProblem(
+        503,
+        "heavy-capacity",
+        "Heavy computations at capacity",
+        f"all {settings.max_heavy} heavy-computation slots of this host are busy (DPCAL_MAX_HEAVY); retry after "
+        f"{RETRY_AFTER_SECONDS} s, or ask for accountant 'rdp' (a Rényi bound, answered at once)",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        max_heavy=settings.max_heavy,
+    )
+
+
+def timed_out(settings: Settings) -> ApiProblem:
+    budget = settings.request_timeout
+    return ApiProblem(
+        504,
+        "computation-timeout",
+        "Computation over budget",
+        f"the answer needs more than the request budget of {budget:g} s (DPCAL_REQUEST_TIMEOUT) and was stopped; "
+        "ask for accountant 'rdp' (a Rényi bound, answered at once), or ask the operator for a larger "
+        "DPCAL_REQUEST_TIMEOUT",
+        budget_seconds=budget,
+    )

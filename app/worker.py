@@ -1,0 +1,59 @@
+"""What runs inside a heavy-computation process (see :mod:`app.compute`).
+
+The fork server imports this module once (with the whole library and every family), so each heavy request forks a
+process that is ready at once. The process answers one request, sends the report (or the exception) back through
+its pipe, and exits; the service kills it when the request's budget runs out or its client leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from accountants import registry
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+registry.families()  # import every family in the fork server, once
+
+
+def pin_blas_threads() -> None:
+    """One BLAS thread in this process and in every process it starts (unless the operator set the variables).
+
+    A multi-threaded BLAS turns the library's few level-1 calls into thread hand-offs that a busy host makes 100×
+    slower; the service gets its parallelism from processes instead."""
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def answer(connection: Connection, algorithm: str, operation: str, args: tuple[Any, ...]) -> None:
+    """Run ``registry.get(algorithm).<operation>(*args)`` and send ("ok", report) or ("error", exception)."""
+    _exit_with_parent()
+    try:
+        outcome: tuple[str, Any] = ("ok", getattr(registry.get(algorithm), operation)(*args))
+    except Exception as error:
+        outcome = ("error", error)
+    try:
+        connection.send(outcome)
+    except Exception as error:  # an unpicklable answer is a bug: say so rather than hang the request
+        connection.send(("error", RuntimeError(f"the answer could not be sent back: {error!r}")))
+    finally:
+        connection.close()
+
+
+def _exit_with_parent() -> None:
+    """End this process when its parent (the fork server, which ends with the service) is gone."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpcal-parent-watch", daemon=True).start()

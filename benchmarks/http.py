@@ -1,0 +1,161 @@
+"""The service under load: an open-loop load on loopback, 15 s per rate, printing p50/p95/p99 and errors.
+
+Open loop: request i is due at i/rate whatever happened before, and its latency counts from when it was due, so a
+slow server cannot slow the load down and hide its own queueing. Every request differs (a fresh noise multiplier),
+so the answer cache does not help. Scenarios:
+
+1. ``dp-sgd`` privacy with ``accountant: "rdp"`` (a Rényi curve), and a closed-form algorithm
+   (``phased-output-perturbation`` privacy, best = exact Gaussian composition);
+2. ``/healthz`` and ``dp-sgd`` rdp privacy while 4 uncached tight calibrations (PLD searches) run all the time.
+
+    .venv/bin/python benchmarks/http.py [--seconds 15] [--rate 200] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
+POP = {"problem_class": "convex", "dataset_size": 4096, "dimension": 10, "lipschitz": 1.0, "diameter": 1.0}
+counter = itertools.count(1)
+
+
+def rdp_privacy() -> tuple[str, dict]:
+    z = 0.8 + next(counter) * 1e-7
+    params = {**MNIST, "noise_multiplier": z}
+    return "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-5, "accountant": "rdp"}
+
+
+def closed_form_privacy() -> tuple[str, dict]:
+    params = {**POP, "noise_multiplier": 4.0 + next(counter) * 1e-7}
+    return "/v1/privacy", {"algorithm": "phased-output-perturbation", "params": params, "delta": 1e-5}
+
+
+def tight_calibration() -> tuple[str, dict]:
+    target = 2.0 + next(counter) * 1e-5
+    return "/v1/calibrate", {"algorithm": "dp-sgd", "params": MNIST, "target_epsilon": target, "delta": 1e-5}
+
+
+async def open_loop(
+    client: httpx.AsyncClient, make: Callable[[], tuple[str, dict] | str], rate: float, seconds: float
+) -> tuple[np.ndarray, int]:
+    """Send ``rate`` requests per second for ``seconds``; latencies (s) from each request's due time, errors."""
+    latencies: list[float] = []
+    errors = 0
+    start = time.perf_counter() + 0.05
+
+    async def one(due: float, request: tuple[str, dict] | str) -> None:
+        nonlocal errors
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        try:
+            if isinstance(request, str):
+                response = await client.get(request)
+            else:
+                response = await client.post(request[0], json=request[1])
+            if response.status_code != 200:
+                errors += 1
+        except httpx.HTTPError:
+            errors += 1
+        latencies.append(time.perf_counter() - due)
+
+    count = int(rate * seconds)
+    await asyncio.gather(*(one(start + i / rate, make()) for i in range(count)))
+    return np.array(latencies), errors
+
+
+async def background_calibrations(client: httpx.AsyncClient, stop: asyncio.Event, parallel: int) -> list[int]:
+    """Keep ``parallel`` uncached tight calibrations running until ``stop``; returns their status codes."""
+    statuses: list[int] = []
+
+    async def loop() -> None:
+        while not stop.is_set():
+            path, body = tight_calibration()
+            try:
+                statuses.append((await client.post(path, json=body, timeout=120)).status_code)
+            except httpx.HTTPError:
+                statuses.append(0)
+
+    await asyncio.gather(*(loop() for _ in range(parallel)))
+    return statuses
+
+
+def report(name: str, rate: float, latencies: np.ndarray, errors: int) -> None:
+    p50, p95, p99 = (1000 * np.percentile(latencies, q) for q in (50, 95, 99))
+    print(f"{name:52} {rate:6.0f}/s  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  p99 {p99:7.1f} ms  errors {errors}")
+
+
+async def run(url: str, seconds: float, rate: float) -> None:
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        await open_loop(client, rdp_privacy, 50, 2)  # warm-up
+        for name, make in (
+            ("dp-sgd privacy, accountant rdp", rdp_privacy),
+            ("closed form (POP privacy)", closed_form_privacy),
+        ):
+            report(name, rate, *await open_loop(client, make, rate, seconds))
+        stop = asyncio.Event()
+        heavy = asyncio.create_task(background_calibrations(client, stop, 4))
+        await asyncio.sleep(1.0)
+        for name, make in (
+            ("/healthz, beside 4 tight calibrations", lambda: "/healthz"),
+            ("dp-sgd rdp privacy, beside 4 tight calibrations", rdp_privacy),
+        ):
+            report(name, 50, *await open_loop(client, make, 50, seconds))
+        stop.set()
+        statuses = await heavy
+        done = sum(s == 200 for s in statuses)
+        print(f"tight calibrations meanwhile: {done} answered, {sum(s == 503 for s in statuses)} refused (503)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    database = os.path.join(tempfile.mkdtemp(prefix="dpcal-bench-"), "jobs.sqlite3")
+    env = {**os.environ, "DPCAL_LOG_LEVEL": "warning", "DPCAL_JOBS_DB": database, "DPCAL_JOB_WORKERS": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(args.workers)],
+        cwd=ROOT,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("the server did not start")
+            time.sleep(0.2)
+        time.sleep(3.0)  # let the fork server and the job workers finish importing
+        print(f"dpcal at {url}, {args.workers} server process(es), {os.cpu_count()} cores; {args.seconds:g} s per rate")
+        asyncio.run(run(url, args.seconds, args.rate))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

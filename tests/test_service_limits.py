@@ -1,0 +1,182 @@
+"""The service under load: heavy answers have a time budget and are really stopped, at most DPCAL_MAX_HEAVY run at
+once (503 + Retry-After beyond), cheap answers never wait for them, and `dpcal serve --workers 2` runs each job once
+and survives a kill of its supervisor."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+
+from app.jobs.store import JobStore
+
+from .conftest import start_server, stop_server, tree_cpu_seconds, wait_until_idle
+from .test_api_contract import assert_problem
+
+pytestmark = pytest.mark.slow
+
+# a tight calibration that computes for several seconds (δ next to 1 makes the PLD search long)
+SLOW = {
+    "algorithm": "dp-sgd",
+    "params": {"dataset_size": 60000, "batch_size": 256, "epochs": 60},
+    "target_epsilon": 3.0,
+    "delta": 0.9999999999999999,
+    "accountant": "tight",
+}
+CHEAP = {
+    "algorithm": "dp-sgd",
+    "params": {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1},
+    "delta": 1e-5,
+    "accountant": "rdp",
+}
+
+
+def test_a_request_over_budget_is_stopped_and_answered_504():
+    process, url = start_server({"DPCAL_REQUEST_TIMEOUT": "2"})
+    try:
+        wait_until_idle(process.pid)  # the fork server and the job workers have finished importing
+        started = time.monotonic()
+        response = httpx.post(f"{url}/v1/calibrate", json=SLOW, timeout=60)
+        elapsed = time.monotonic() - started
+        body = assert_problem(response, 504)
+        assert "DPCAL_REQUEST_TIMEOUT" in body["detail"] and "2 s" in body["detail"] and "rdp" in body["detail"]
+        assert body["budget_seconds"] == 2
+        assert elapsed < 3.0, elapsed
+        time.sleep(3.0)  # within 3 s of the answer, the computation is gone: the tree is idle
+        before = tree_cpu_seconds(process.pid)
+        time.sleep(1.0)
+        assert tree_cpu_seconds(process.pid) - before < 0.2
+    finally:
+        stop_server(process)
+
+
+def test_heavy_requests_beyond_the_limit_get_503_while_cheap_ones_answer():
+    process, url = start_server({"DPCAL_MAX_HEAVY": "1", "DPCAL_REQUEST_TIMEOUT": "120"})
+    try:
+        outcome: dict[str, httpx.Response | Exception] = {}
+
+        def slow() -> None:
+            try:
+                outcome["slow"] = httpx.post(f"{url}/v1/calibrate", json=SLOW, timeout=120)
+            except Exception as error:  # pragma: no cover - reported below
+                outcome["slow"] = error
+
+        runner = threading.Thread(target=slow)
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not computing(process.pid):  # the slow request holds the only slot
+            assert time.monotonic() < deadline and runner.is_alive(), "the slow request never started computing"
+            time.sleep(0.05)
+        with httpx.Client(base_url=url, timeout=60) as http:
+            refused = http.post("/v1/calibrate", json={**SLOW, "target_epsilon": 2.5})
+            body = assert_problem(refused, 503)
+            assert int(refused.headers["Retry-After"]) >= 1 and "DPCAL_MAX_HEAVY" in body["detail"]
+            cheap = http.post("/v1/privacy", json=CHEAP)  # the slot is still taken: cheap answers do not need it
+            assert cheap.status_code == 200 and cheap.json()["accountant"] == "rdp"
+            assert runner.is_alive()
+            assert http.get("/healthz").status_code == 200
+        runner.join(timeout=120)
+        assert isinstance(outcome["slow"], httpx.Response) and outcome["slow"].status_code == 200
+        assert outcome["slow"].json()["epsilon"] <= 3.0
+    finally:
+        stop_server(process)
+
+
+def computing(server: int) -> bool:
+    """Whether a heavy computation runs: the server's fork server has a child."""
+    from .test_jobs import children
+
+    for pid in children(server):
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            if b"forkserver" in cmdline.read() and children(pid):
+                return True
+    return False
+
+
+def test_a_client_that_leaves_stops_its_computation():
+    process, url = start_server({"DPCAL_MAX_HEAVY": "1", "DPCAL_REQUEST_TIMEOUT": "120"})
+    try:
+        wait_until_idle(process.pid)
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/v1/calibrate", json=SLOW, timeout=1.0)  # the client gives up after 1 s
+        time.sleep(2.0)
+        before = tree_cpu_seconds(process.pid)
+        time.sleep(1.0)
+        assert tree_cpu_seconds(process.pid) - before < 0.2, "the abandoned computation kept running"
+        heavy = {**SLOW, "delta": 1e-5}  # the slot is free again
+        assert httpx.post(f"{url}/v1/calibrate", json=heavy, timeout=120).status_code == 200
+    finally:
+        stop_server(process)
+
+
+def test_identical_requests_are_answered_from_the_cache(http):
+    body = {**CHEAP, "accountant": "best", "params": {**CHEAP["params"], "noise_multiplier": 1.234}}
+    first = http.post("/v1/privacy", json=body).json()
+    second = http.post("/v1/privacy", json=body).json()
+    assert first == second and first["accountant"] == "tight"
+
+
+LONG = {"dataset_size": 20, "batch_size": 2, "steps": 50, "stepsize": 0.1, "clip_norm": 1.0, "smoothness": 1.0}
+LONG |= {"weak_convexity": 0.0, "clipping": "inactive", "noise_multiplier": 2.0}
+
+
+def job(trials: int, seed: int) -> dict:
+    return {
+        "algorithm": "dp-sgd-last-iterate",
+        "params": LONG,
+        "delta": 1e-5,
+        "checks": ["utility", "privacy-audit"],
+        "trials": trials,
+        "seed": seed,
+    }
+
+
+def wait_job(http: httpx.Client, job_id: str, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while (state := http.get(f"/v1/jobs/{job_id}").json())["status"] not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+    return state
+
+
+def test_two_server_processes_run_each_job_once_and_survive_a_kill(tmp_path):
+    from .test_jobs import alive, children
+
+    database = str(tmp_path / "jobs.sqlite3")
+    env = {"DPCAL_JOBS_DB": database, "DPCAL_JOB_WORKERS": "1", "DPCAL_JOB_CHUNK_BLOCKS": "2"}
+    first, url = start_server(env, "--workers", "2")
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            ids = [http.post("/v1/jobs", json=job(256, seed)).json()["id"] for seed in range(4)]
+            for job_id in ids:  # every request may land on either process; each job runs once
+                done = wait_job(http, job_id)
+                assert done["status"] == "succeeded" and done["attempts"] == 1
+            long = http.post("/v1/jobs", json=job(16384, 11)).json()
+            deadline = time.monotonic() + 120
+            while http.get(f"/v1/jobs/{long['id']}").json()["progress"]["completed"] < 1024:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        servers = children(first.pid)
+        assert len(servers) >= 2, "two server processes"
+        everything = servers + [grandchild for pid in servers for grandchild in children(pid)]
+        first.send_signal(signal.SIGKILL)  # the supervisor dies without stopping anything
+        first.wait(timeout=15)
+        deadline = time.monotonic() + 15
+        while any(alive(pid) for pid in everything) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in everything), "server and worker processes exit with the supervisor"
+        assert JobStore(database).get(long["id"]).status == "running"
+        second, url = start_server(env, "--workers", "2")
+        try:
+            with httpx.Client(base_url=url, timeout=60) as http:
+                done = wait_job(http, long["id"])
+                assert done["status"] == "succeeded" and done["attempts"] == 2
+                assert done["progress"]["completed"] == 16384
+        finally:
+            stop_server(second)
+    finally:
+        if first.poll() is None:
+            first.kill()
