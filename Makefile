@@ -35,6 +35,7 @@ openapi: $(VENV)/.installed
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/calibration.py
 	$(BIN)/python benchmarks/pld.py
+	$(BIN)/python benchmarks/blas.py
 	$(BIN)/python benchmarks/http.py
 
 lint: $(VENV)/.installed-test

@@ -11,6 +11,8 @@ from app.client import AsyncDpcalClient, DpcalClient, DpcalProblem
 
 from .conftest import ROOT
 
+pytestmark = pytest.mark.slow  # live servers and thousands of simulated trials
+
 MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
 
 

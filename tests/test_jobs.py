@@ -20,6 +20,8 @@ from app.settings import Settings
 from .conftest import start_server, stop_server
 from .test_api_contract import assert_problem
 
+pytestmark = pytest.mark.slow  # live servers and thousands of simulated trials
+
 LINEAR = {
     "dataset_size": 20,
     "batch_size": 2,

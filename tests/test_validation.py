@@ -110,7 +110,7 @@ def test_family_fields_name_field_and_range(field, value, allowed):
 
 
 def test_unknown_field_lists_the_known_ones():
-    with pytest.raises(ParameterError, match=r"noise: extra inputs.*noise_multiplier"):
+    with pytest.raises(ParameterError, match=r"noise: unknown field.*noise_multiplier"):
         registry.get("dp-sgd").privacy(FAMILY_BASE | {"noise": 1.0}, 1e-5)
 
 
