@@ -107,9 +107,9 @@ class Compute:
         self.slots = HostSlots(settings.host_directory / "heavy", settings.max_heavy)
         self.cache = AnswerCache(settings.cache_size)
         self._context = multiprocessing.get_context("forkserver")
-        # each forked child runs the main script again (multiprocessing's "__main__" preload does not take effect:
-        # the fork server is not told the main path); with what `dpcal` imports preloaded, that costs nothing
-        self._context.set_forkserver_preload(["app.worker", "app.cli"])
+        # each forked child runs the main script (`dpcal`, or `python -m app.cli`) again: multiprocessing's
+        # "__main__" preload does not take effect. With what that script imports preloaded, that costs ~1 ms.
+        self._context.set_forkserver_preload(["app.worker", "app.client"])
 
     def warm(self) -> None:
         """Start the fork server in the background, so the first heavy request does not pay its imports."""

@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     lock = threading.Lock()
     compute = Compute(settings)
 
-    def compute_of() -> Compute:
+    async def compute_of() -> Compute:  # async: a sync dependency would cost a thread hop per request
         return compute
 
     def manager_of(request: Request) -> JobManager:
