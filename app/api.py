@@ -1,5 +1,6 @@
 """The v1 endpoints. They validate (through the request models), call the registry, and shape the answer."""
 
+import functools
 import json
 from pathlib import Path as FilePath
 from typing import Annotated, Any
@@ -76,11 +77,18 @@ def job_examples() -> dict[str, dict[str, Any]]:
     }
 
 
-def response_examples(path: str) -> dict[int | str, dict[str, Any]]:
-    """The 200 response's examples for ``path`` (the service's recorded answers to the request examples)."""
+@functools.cache
+def recorded_answers() -> dict[str, dict[str, Any]]:
+    """The recorded answers, by path and algorithm (read once; empty before ``dpcal openapi --record-examples``)."""
     if not RESPONSE_EXAMPLES_FILE.exists():
         return {}
-    answers = json.loads(RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8")).get(path, {})
+    answers: dict[str, dict[str, Any]] = json.loads(RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8"))
+    return answers
+
+
+def response_examples(path: str) -> dict[int | str, dict[str, Any]]:
+    """The 200 response's examples for ``path`` (the service's recorded answers to the request examples)."""
+    answers = recorded_answers().get(path, {})
     examples = {
         family.id: {"summary": f"{family.id}: the answer to its request example", "value": answers[family.id]}
         for family in _families_dp_sgd_first()

@@ -13,18 +13,15 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import multiprocessing
 import multiprocessing.forkserver
-import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -33,38 +30,13 @@ from starlette.requests import Request
 from accountants.registry import AlgorithmFamily, Cost, Operation
 
 from . import worker
+from .host import HostSlots
 from .problems import ApiProblem
 from .settings import Settings
 
 RETRY_AFTER_SECONDS = 2
 _POLL_SECONDS = 0.2
 """How often a waiting heavy request checks whether its client is still there."""
-
-
-class HostSlots:
-    """At most ``count`` holders at once on this host: slot i is an exclusive ``flock`` on ``directory/slot-i``.
-
-    The kernel releases a dead holder's lock, so a crashed server process never leaks a slot."""
-
-    def __init__(self, directory: Path, count: int) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.paths = [directory / f"slot-{i}" for i in range(count)]
-
-    def try_acquire(self) -> int | None:
-        """A held slot's file descriptor, or None when every slot is taken."""
-        for path in self.paths:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            return fd
-        return None
-
-    @staticmethod
-    def release(fd: int) -> None:
-        os.close(fd)  # closing the only descriptor of the open file releases its lock
 
 
 class AnswerCache:

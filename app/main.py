@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__, api, docs, problems
 from .compute import Compute
+from .host import exit_with_parent
 from .jobs.manager import JobManager
 from .schemas import Health
 from .settings import Settings
@@ -140,15 +140,8 @@ def _exit_with_supervisor() -> None:
     """Under ``dpcal serve --workers N``: end this server process when the supervisor is gone (killed with SIGKILL,
     it cannot stop its workers; they would keep the port and the job lease)."""
     supervisor = os.environ.get(SUPERVISOR_VARIABLE)
-    if not supervisor or not supervisor.isdigit() or int(supervisor) == os.getpid():
-        return
-
-    def watch() -> None:
-        while os.getppid() == int(supervisor):
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dpcal-supervisor-watch", daemon=True).start()
+    if supervisor and supervisor.isdigit() and int(supervisor) != os.getpid():
+        exit_with_parent(int(supervisor))
 
 
 app = create_app()

@@ -8,12 +8,12 @@ its pipe, and exits; the service kills it when the request's budget runs out or 
 from __future__ import annotations
 
 import os
-import threading
-import time
 from multiprocessing.connection import Connection
 from typing import Any
 
 from accountants import registry
+
+from .host import exit_with_parent
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -34,7 +34,7 @@ def pin_blas_threads() -> None:
 
 def answer(connection: Connection, algorithm: str, operation: str, args: tuple[Any, ...]) -> None:
     """Run ``registry.get(algorithm).<operation>(*args)`` and send ("ok", report) or ("error", exception)."""
-    _exit_with_parent()
+    exit_with_parent(os.getppid())  # the fork server, which ends with the service
     try:
         outcome: tuple[str, Any] = ("ok", getattr(registry.get(algorithm), operation)(*args))
     except Exception as error:
@@ -45,15 +45,3 @@ def answer(connection: Connection, algorithm: str, operation: str, args: tuple[A
         connection.send(("error", RuntimeError(f"the answer could not be sent back: {error!r}")))
     finally:
         connection.close()
-
-
-def _exit_with_parent() -> None:
-    """End this process when its parent (the fork server, which ends with the service) is gone."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dpcal-parent-watch", daemon=True).start()

@@ -15,6 +15,7 @@ from app.jobs.store import JobStore
 
 from .conftest import start_server, stop_server, tree_cpu_seconds, wait_until_idle
 from .test_api_contract import assert_problem
+from .test_jobs import alive, body, children, wait
 
 pytestmark = pytest.mark.slow
 
@@ -87,8 +88,6 @@ def test_heavy_requests_beyond_the_limit_get_503_while_cheap_ones_answer():
 
 def computing(server: int) -> bool:
     """Whether a heavy computation runs: the server's fork server has a child."""
-    from .test_jobs import children
-
     for pid in children(server):
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             if b"forkserver" in cmdline.read() and children(pid):
@@ -119,42 +118,17 @@ def test_identical_requests_are_answered_from_the_cache(http):
     assert first == second and first["accountant"] == "tight"
 
 
-LONG = {"dataset_size": 20, "batch_size": 2, "steps": 50, "stepsize": 0.1, "clip_norm": 1.0, "smoothness": 1.0}
-LONG |= {"weak_convexity": 0.0, "clipping": "inactive", "noise_multiplier": 2.0}
-
-
-def job(trials: int, seed: int) -> dict:
-    return {
-        "algorithm": "dp-sgd-last-iterate",
-        "params": LONG,
-        "delta": 1e-5,
-        "checks": ["utility", "privacy-audit"],
-        "trials": trials,
-        "seed": seed,
-    }
-
-
-def wait_job(http: httpx.Client, job_id: str, timeout: float = 240) -> dict:
-    deadline = time.monotonic() + timeout
-    while (state := http.get(f"/v1/jobs/{job_id}").json())["status"] not in ("succeeded", "failed", "cancelled"):
-        assert time.monotonic() < deadline, state
-        time.sleep(0.1)
-    return state
-
-
 def test_two_server_processes_run_each_job_once_and_survive_a_kill(tmp_path):
-    from .test_jobs import alive, children
-
     database = str(tmp_path / "jobs.sqlite3")
     env = {"DPCAL_JOBS_DB": database, "DPCAL_JOB_WORKERS": "1", "DPCAL_JOB_CHUNK_BLOCKS": "2"}
     first, url = start_server(env, "--workers", "2")
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
-            ids = [http.post("/v1/jobs", json=job(256, seed)).json()["id"] for seed in range(4)]
+            ids = [http.post("/v1/jobs", json=body(trials=256, seed=seed)).json()["id"] for seed in range(4)]
             for job_id in ids:  # every request may land on either process; each job runs once
-                done = wait_job(http, job_id)
+                done = wait(http, job_id, timeout=240)
                 assert done["status"] == "succeeded" and done["attempts"] == 1
-            long = http.post("/v1/jobs", json=job(16384, 11)).json()
+            long = http.post("/v1/jobs", json=body(trials=16384, seed=11)).json()
             deadline = time.monotonic() + 120
             while http.get(f"/v1/jobs/{long['id']}").json()["progress"]["completed"] < 1024:
                 assert time.monotonic() < deadline
@@ -172,7 +146,7 @@ def test_two_server_processes_run_each_job_once_and_survive_a_kill(tmp_path):
         second, url = start_server(env, "--workers", "2")
         try:
             with httpx.Client(base_url=url, timeout=60) as http:
-                done = wait_job(http, long["id"])
+                done = wait(http, long["id"], timeout=240)
                 assert done["status"] == "succeeded" and done["attempts"] == 2
                 assert done["progress"]["completed"] == 16384
         finally:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -35,6 +34,7 @@ from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
 from accountants.verification import BlockResult, Plan, block_sizes, summarize
 
+from ..host import try_lock
 from ..settings import Settings
 from .runner import ProcessPoolRunner, Runner
 from .store import IdempotencyConflict, Job, JobStore
@@ -83,21 +83,12 @@ class JobManager:
             self._runner_lock_fd = None
         self.store.close()
 
-    @property
-    def runs_jobs(self) -> bool:
-        """Whether this process holds the host's runner lock (and so runs the jobs)."""
-        return self._runner is not None
-
     def _become_runner(self) -> bool:
         """Take the host's runner lock if it is free: then recover orphaned jobs and start the worker pool."""
         if self._runner is not None:
             return True
-        self._runner_lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._runner_lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = try_lock(self._runner_lock)
+        if fd is None:
             return False
         self._runner_lock_fd = fd
         self.recover()

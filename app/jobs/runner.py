@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
-import time
 from abc import ABC, abstractmethod
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -16,6 +14,8 @@ import numpy as np
 
 from accountants import registry
 from accountants.verification import Plan, run_block
+
+from ..host import exit_with_parent
 
 
 def run_blocks(plan_json: dict[str, Any], first: int, last: int) -> dict[str, np.ndarray]:
@@ -42,19 +42,6 @@ class Runner(ABC):
         """Stop the workers (pending runs are cancelled)."""
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: end this worker when the service process is gone (after a kill, the workers would
-    otherwise wait forever on a task queue whose other end they hold themselves)."""
-
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(0)
-            time.sleep(1.0)
-
-    threading.Thread(target=watch, name="dpcal-parent-watch", daemon=True).start()
-
-
 class ProcessPoolRunner(Runner):
     """A local pool of worker processes (spawned, so they share no state with the service; they exit when the
     service process dies)."""
@@ -64,8 +51,8 @@ class ProcessPoolRunner(Runner):
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_exit_with_parent,
-            initargs=(os.getpid(),),
+            initializer=exit_with_parent,  # after a kill, a worker would wait forever on its own task queue
+            initargs=(os.getpid(), 0, 1.0),
         )
 
     def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
