@@ -11,8 +11,8 @@ from scipy import special
 def log_expm1(x: np.ndarray) -> np.ndarray:
     """log(e^x − 1) for x > 0, exact for tiny x and free of overflow for huge x."""
     x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.where(x > 30.0, x + np.log1p(-np.exp(-np.minimum(x, 700.0))), np.log(np.expm1(np.minimum(x, 30.0))))
+    with np.errstate(divide="ignore"):  # e^x − 1 = e^x·(1 − e^{−x}); expm1 keeps 1 − e^{−x} exact for tiny x
+        return x + np.log(-np.expm1(-x))
 
 
 def log1mexp(x: np.ndarray) -> np.ndarray:

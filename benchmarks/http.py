@@ -2,7 +2,10 @@
 
 Open loop: request i is due at i/rate whatever happened before, and its latency counts from when it was due, so a
 slow server cannot slow the load down and hide its own queueing. Every request differs (a fresh noise multiplier),
-so the answer cache does not help. Scenarios:
+so the answer cache does not help; each rate is first held for 2 s unmeasured (the server's thread pool and the
+client's connections grow to the load then). The load generator is a minimal HTTP/1.1 client over pooled keep-alive
+connections (:class:`LoopbackClient`): it shares the 2 cores with the server, and httpx spent 3.9 ms of CPU per
+request there — as much as the server's whole answer — so with httpx the benchmark measured its own client. Scenarios:
 
 1. ``dp-sgd`` privacy with ``accountant: "rdp"`` (a Rényi curve), and a closed-form algorithm
    (``phased-output-perturbation`` privacy, best = exact Gaussian composition);
@@ -21,6 +24,7 @@ sys.path[:] = [p for p in sys.path if p not in ("", __import__("os").path.dirnam
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import socket
 import subprocess
@@ -54,8 +58,54 @@ def tight_calibration() -> tuple[str, dict]:
     return "/v1/calibrate", {"algorithm": "dp-sgd", "params": MNIST, "target_epsilon": target, "delta": 1e-5}
 
 
+class LoopbackClient:
+    """HTTP/1.1 over a pool of keep-alive connections, the least a load generator can spend per request.
+
+    Requests are written whole and answers read by ``Content-Length`` (what the service sends); a connection that
+    fails is dropped and the request counts as an error."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict[str, str], bytes]:
+        payload = b"" if body is None else json.dumps(body).encode()
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(payload)}\r\n"
+        if body is not None:
+            head += "Content-Type: application/json\r\n"
+        message = head.encode() + b"\r\n" + payload
+        while self.idle:  # the server closes keep-alive connections idle for 5 s: retry those on a fresh one
+            reader, writer = self.idle.pop()
+            if not reader.at_eof():
+                try:
+                    return await self._exchange(reader, writer, message)
+                except (OSError, asyncio.IncompleteReadError):
+                    continue
+            writer.close()
+        return await self._exchange(*await asyncio.open_connection(self.host, self.port), message)
+
+    async def _exchange(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        try:
+            writer.write(message)
+            status_line, *lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
+            content = await reader.readexactly(int(headers.get("content-length", "0")))
+        except BaseException:
+            writer.close()
+            raise
+        self.idle.append((reader, writer))
+        return int(status_line.split()[1]), headers, content
+
+    async def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+        self.idle.clear()
+
+
 async def open_loop(
-    client: httpx.AsyncClient, make: Callable[[], tuple[str, dict] | str], rate: float, seconds: float
+    client: LoopbackClient, make: Callable[[], tuple[str, dict] | str], rate: float, seconds: float
 ) -> tuple[np.ndarray, int]:
     """Send ``rate`` requests per second for ``seconds``; latencies (s) from each request's due time, errors."""
     latencies: list[float] = []
@@ -67,13 +117,15 @@ async def open_loop(
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         try:
             if isinstance(request, str):
-                response = await client.get(request)
+                status, _, _ = await client.request("GET", request)
             else:
-                response = await client.post(request[0], json=request[1])
-            if response.status_code != 200:
+                status, _, _ = await client.request("POST", *request)
+            if status != 200:
                 errors += 1
-        except httpx.HTTPError:
+                print(f"  {status} from {request if isinstance(request, str) else request[0]}", file=sys.stderr)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as error:
             errors += 1
+            print(f"  {type(error).__name__}: {error}", file=sys.stderr)
         latencies.append(time.perf_counter() - due)
 
     count = int(rate * seconds)
@@ -81,7 +133,7 @@ async def open_loop(
     return np.array(latencies), errors
 
 
-async def background_calibrations(client: httpx.AsyncClient, stop: asyncio.Event, parallel: int) -> list[int]:
+async def background_calibrations(client: LoopbackClient, stop: asyncio.Event, parallel: int) -> list[int]:
     """Keep ``parallel`` uncached tight calibrations running until ``stop``; returns their status codes."""
     statuses: list[int] = []
 
@@ -89,13 +141,13 @@ async def background_calibrations(client: httpx.AsyncClient, stop: asyncio.Event
         while not stop.is_set():
             path, body = tight_calibration()
             try:
-                response = await client.post(path, json=body, timeout=120)
-            except httpx.HTTPError:
+                status, headers, _ = await asyncio.wait_for(client.request("POST", path, body), 120)
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
                 statuses.append(0)
                 continue
-            statuses.append(response.status_code)
-            if response.status_code == 503:
-                await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+            statuses.append(status)
+            if status == 503:
+                await asyncio.sleep(float(headers.get("retry-after", "1")))
 
     await asyncio.gather(*(loop() for _ in range(parallel)))
     return statuses
@@ -106,14 +158,14 @@ def report(name: str, rate: float, latencies: np.ndarray, errors: int) -> None:
     print(f"{name:52} {rate:6.0f}/s  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  p99 {p99:7.1f} ms  errors {errors}")
 
 
-async def run(url: str, seconds: float, rate: float) -> None:
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-        await open_loop(client, rdp_privacy, 50, 2)  # warm-up
+async def run(port: int, seconds: float, rate: float) -> None:
+    client = LoopbackClient("127.0.0.1", port)
+    try:
         for name, make in (
             ("dp-sgd privacy, accountant rdp", rdp_privacy),
             ("closed form (POP privacy)", closed_form_privacy),
         ):
+            await open_loop(client, make, rate, 2)  # warm-up at the rate: connections, pool threads, caches
             report(name, rate, *await open_loop(client, make, rate, seconds))
         stop = asyncio.Event()
         heavy = asyncio.create_task(background_calibrations(client, stop, 4))
@@ -127,6 +179,8 @@ async def run(url: str, seconds: float, rate: float) -> None:
         statuses = await heavy
         done = sum(s == 200 for s in statuses)
         print(f"tight calibrations meanwhile: {done} answered, {sum(s == 503 for s in statuses)} refused (503)")
+    finally:
+        await client.close()
 
 
 def main() -> None:
@@ -160,7 +214,7 @@ def main() -> None:
             time.sleep(0.2)
         time.sleep(3.0)  # let the fork server and the job workers finish importing
         print(f"dpcal at {url}, {args.workers} server process(es), {os.cpu_count()} cores; {args.seconds:g} s per rate")
-        asyncio.run(run(url, args.seconds, args.rate))
+        asyncio.run(run(port, args.seconds, args.rate))
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -76,10 +76,23 @@ def rdp_kernel(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
 
 
 def _rdp_integer(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
-    alpha, k, log_binom, starts = integer_order_layout(tuple(int(a) for a in alphas))
-    terms = log_binom + k * math.log(q) + (alpha - k) * math.log1p(-q) + log_expm1((k * k - k) / (2.0 * z * z))
+    """A_α = 1 + Σ_{k=2}^{α} C(α, k) q^k (1 − q)^{α−k} (e^{(k²−k)/(2z²)} − 1) (MTZ19, Thm. 11, integer α)."""
+    orders = tuple(alphas.astype(int).tolist())
+    alpha, k, log_binom, starts = integer_order_layout(orders)
+    distinct_k, k_index = _distinct_k(orders)
+    moment = log_expm1((distinct_k * distinct_k - distinct_k) / (2.0 * z * z))[k_index]
+    terms = log_binom + k * (math.log(q) - math.log1p(-q)) + alpha * math.log1p(-q) + moment
     log_a_minus_1 = segment_logsumexp(terms, starts)
     return np.logaddexp(0.0, log_a_minus_1) / (alphas - 1.0)
+
+
+@lru_cache(maxsize=64)
+def _distinct_k(orders: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """k = 2..max α, and where each pair (α, k) of :func:`integer_order_layout` finds its k (the moment term
+    depends on k alone, so it is evaluated once per k)."""
+    distinct_k = np.arange(2.0, max(orders) + 1.0)
+    _, k, _, _ = integer_order_layout(orders)
+    return distinct_k, (k - 2.0).astype(np.intp)
 
 
 def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
