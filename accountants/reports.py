@@ -45,6 +45,16 @@ class AccountantResult:
             object.__setattr__(self, "calibrated_value", self.noise_multiplier)
 
 
+NOT_ASKED_REASON = "not computed: the request asked for the rdp accountant"
+"""Why an accountant that was not asked for has no value: heavy accountants (PLDs, optimal compositions) run only
+where their answer is used."""
+
+
+def not_asked(name: str = "tight") -> AccountantResult:
+    """The place of accountant ``name`` in an answer that asked for ``rdp``."""
+    return AccountantResult(name, False, reason=NOT_ASKED_REASON)
+
+
 def choose_accountant(
     results: Sequence[AccountantResult],
     accountant: str,
@@ -61,6 +71,9 @@ def choose_accountant(
     (default: ``best`` and the applicable ones)."""
     applicable = [r for r in results if r.applicable]
     if accountant == "best":
+        if not applicable:
+            reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
+            raise UnsupportedAccountantError(accountant, [], f"no accountant applies ({reasons})")
         pick = max if largest else min
         return pick(applicable, key=lambda r: getattr(r, key))
     usable = ["best"] + [r.name for r in applicable]

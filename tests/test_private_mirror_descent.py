@@ -9,9 +9,10 @@ import pytest
 from scipy.stats import binom
 
 from accountants import registry
-from accountants.errors import CalibrationError, ParameterError
+from accountants.errors import CalibrationError, ParameterError, UnsupportedAccountantError
 from accountants.families.private_mirror_descent import (
     MirrorDescentSimulator,
+    _bounded_range_epsilon,
     explicit_gap_bound,
     game_value,
     gap,
@@ -23,6 +24,7 @@ from accountants.families.private_mirror_descent import (
     schedule,
     tune_algorithm1,
 )
+from accountants.mechanisms.bounded_range_composition import BoundedRangeComposition
 from accountants.mechanisms.pure_composition import (
     advanced_composition_epsilon,
     binomial_logpmf,
@@ -34,6 +36,8 @@ from accountants.mechanisms.pure_composition import (
     pmf_log_error,
     pure_dp_rdp,
 )
+from accountants.registry import Cost, Operation
+from accountants.reports import NOT_ASKED_REASON, AccountantResult, choose_accountant
 from accountants.verification import block_sizes, run_block, summarize
 
 FAMILY = registry.get("private-mirror-descent")
@@ -397,6 +401,40 @@ def test_one_step_leaks_nothing_and_cannot_be_calibrated():
 
 
 # -- calibration of the stepsize --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", ["privacy", "calibrate"])
+def test_rdp_requests_compute_no_optimal_composition_and_agree_with_best(operation, monkeypatch):
+    """accountant 'rdp' answers alone (cheap; the Bellman recursion is not run) with the value best reports for rdp."""
+    params = GAME | {"dataset_size": 8000, "batch_size": 20}
+    if operation == "privacy":
+        params |= {"stepsize": 0.05}
+    run = (
+        (lambda acc: FAMILY.privacy(params, DELTA, acc))
+        if operation == "privacy"
+        else (lambda acc: FAMILY.calibrate(params, 1.0, DELTA, acc))
+    )
+    best = {a.name: a for a in run("best").accountants}
+    assert FAMILY.cost(Operation(operation), params, "best") is Cost.HEAVY
+    assert FAMILY.cost(Operation(operation), params, "rdp") is Cost.CHEAP
+
+    def no_recursion(*args, **kwargs):
+        raise AssertionError("the optimal bounded-range composition was built for an rdp request")
+
+    monkeypatch.setattr(BoundedRangeComposition, "build", no_recursion)
+    _bounded_range_epsilon.cache_clear()  # best's compositions are cached: an rdp request must not even look
+    alone = run("rdp")
+    answers = {a.name: a for a in alone.accountants}
+    assert alone.accountant == "rdp" and answers["rdp"] == best["rdp"]
+    assert not answers["tight"].applicable and answers["tight"].reason == NOT_ASKED_REASON
+    with pytest.raises(UnsupportedAccountantError, match="not computed"):
+        choose_accountant(alone.accountants, "tight")
+
+
+def test_best_with_no_applicable_accountant_names_the_reasons():
+    results = [AccountantResult("rdp", False, reason="no curve"), AccountantResult("tight", False, reason="no PLD")]
+    with pytest.raises(UnsupportedAccountantError, match=r"no accountant applies.*rdp: no curve; tight: no PLD"):
+        choose_accountant(results, "best")
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,7 @@ from ..reports import (
     RdpCurve,
     UtilityReport,
     choose_accountant,
+    not_asked,
 )
 from ..verification import BlockResult, Plan, Simulator, canary_llr_scores
 
@@ -540,7 +541,7 @@ def _tight_calibration(
     )
 
 
-_NOT_ASKED = AccountantResult("tight", False, reason="not computed: the request asked for the rdp accountant")
+_NOT_ASKED = not_asked("tight")
 """The tight accountant's place in an answer that asked for rdp: a PLD is built only where its value is used."""
 
 _PAPER_REASON = (

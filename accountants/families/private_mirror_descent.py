@@ -72,6 +72,7 @@ from ..mechanisms.pure_composition import (
 from ..params import Count, ParamsModel, bounded_count, param
 from ..registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
 from ..reports import (
+    NOT_ASKED_REASON,
     AccountantResult,
     Assumption,
     BoundResult,
@@ -471,17 +472,23 @@ class Accounting:
     paper_valid: bool
 
 
-def account(sched: Schedule, stepsize: float, delta: float, orders: np.ndarray, refine: bool) -> Accounting:
+def account(
+    sched: Schedule, stepsize: float, delta: float, orders: np.ndarray, refine: bool, tight: bool = True
+) -> Accounting:
+    """Every accountant's answer at ``stepsize``; without ``tight`` the optimal compositions (the heavy part: a
+    Bellman recursion composed by FFT) are not computed."""
     e0 = sched.epsilon0(stepsize)
     conversion = rdp_conversion(sched, stepsize, delta, orders, refine)
     kov, reason = None, None
-    if sched.count == 0:
+    if not tight:
+        reason = NOT_ASKED_REASON
+    elif sched.count == 0:
         kov = 0.0
     elif sched.count > MAX_COMPOSITIONS:
         reason = _tight_too_many(sched.count)
     else:
         kov = kov_epsilon(sched.count, e0, delta)
-    br, br_reason = bounded_range_optimum(sched, stepsize, delta)
+    br, br_reason = bounded_range_optimum(sched, stepsize, delta) if tight else (None, NOT_ASKED_REASON)
     known = [v for v in (kov, br) if v is not None]
     tight = min(known) if known else None
     paper = paper_epsilon(sched, stepsize, delta)
@@ -809,10 +816,12 @@ class PrivateMirrorDescent(AlgorithmFamily):
         params: Mapping[str, Any] | PrivateMirrorDescentParams,
         accountant: str = "best",
     ) -> Cost:
-        """Heavy for privacy and calibration: every answer evaluates the optimal bounded-range composition (a
-        Bellman recursion composed by FFT, ~0.1 s), and calibration searches over it."""
+        """Heavy for privacy and calibration with the tight accountant (``tight``, or ``best``, which needs its
+        value): it evaluates the optimal bounded-range composition (a Bellman recursion composed by FFT, ~0.1 s),
+        and calibration searches over it. ``rdp`` and utility are cheap."""
         self.parse(params)
-        return Cost.CHEAP if operation is Operation.UTILITY else Cost.HEAVY
+        asks_tight = operation is not Operation.UTILITY and accountant != "rdp"
+        return Cost.HEAVY if asks_tight else Cost.CHEAP
 
     # -- privacy ------------------------------------------------------------------------------------------------------
 
@@ -830,7 +839,7 @@ class PrivateMirrorDescent(AlgorithmFamily):
         grid = order_grid(orders)
         eta = _stepsize(p)
         sched = schedule(p)
-        acc = account(sched, eta, d, grid, refine)
+        acc = account(sched, eta, d, grid, refine, tight=accountant != "rdp")
         results = _results(sched, acc, d)
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
         return PrivacyReport(
@@ -873,13 +882,14 @@ class PrivateMirrorDescent(AlgorithmFamily):
                 "the target does not constrain the stepsize: with steps = 1 no released vertex depends on the data "
                 "(the first samples come from the uniform start), so every stepsize gives ε = 0; use steps ≥ 2"
             )
-        results = _calibrations(sched, target, d, grid)
+        with_tight = accountant != "rdp"
+        results = _calibrations(sched, target, d, grid, with_tight)
         chosen = choose_accountant(
             results, accountant, key="calibrated_value", largest=True, supported=self.supported_accountants()
         )
         eta = chosen.calibrated_value
         assert eta is not None
-        acc = account(sched, eta, d, grid, True)
+        acc = account(sched, eta, d, grid, True, with_tight)
         recommended = _recommendations(p, sched, eta, target, d)
         return CalibrationReport(
             algorithm=self.id,
@@ -896,7 +906,7 @@ class PrivateMirrorDescent(AlgorithmFamily):
             conventions=_conventions(sched),
             utility=_utility_report(p, sched, eta, target, d, recommended),
             utility_reason=None,
-            paper=_paper_calibration(sched, target, d, grid),
+            paper=_paper_calibration(sched, target, d, grid, with_tight),
             paper_reason=None,
             calibrated_parameter="stepsize",
             calibrated_value=eta,
@@ -916,8 +926,11 @@ class PrivateMirrorDescent(AlgorithmFamily):
 # -- calibration per accountant ---------------------------------------------------------------------------------------
 
 
-def _calibrations(sched: Schedule, target: float, delta: float, grid: np.ndarray) -> list[AccountantResult]:
-    """Each accountant's largest stepsize meeting (target, δ), checked one-sided at the stepsize returned."""
+def _calibrations(
+    sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
+) -> list[AccountantResult]:
+    """Each accountant's largest stepsize meeting (target, δ), checked one-sided at the stepsize returned; the
+    tight one only ``with_tight``."""
     out: list[AccountantResult] = []
     unconstrained = "no released vertex depends on the data (steps = 1): every stepsize gives ε = 0"
     # rdp: the curve is k·min(pure, α ε_BR²/8); the bounded-range part alone gives ε₀ in closed form, and the minimum
@@ -952,7 +965,9 @@ def _calibrations(sched: Schedule, target: float, delta: float, grid: np.ndarray
                 calibrated_value=eta,
             )
         )
-        if sched.count > MAX_COMPOSITIONS:
+        if not with_tight:
+            out.append(AccountantResult("tight", False, reason=NOT_ASKED_REASON))
+        elif sched.count > MAX_COMPOSITIONS:
             out.append(AccountantResult("tight", False, reason=_tight_too_many(sched.count)))
         else:
             # (b) solve a hair below the target, then check what privacy() reports (the bisected ε, an upper bound)
@@ -1052,10 +1067,13 @@ def _paper_condition(epsilon: float, delta: float) -> str:
     )
 
 
-def _paper_calibration(sched: Schedule, target: float, delta: float, grid: np.ndarray) -> PaperCalibration:
-    """The paper's rule as printed, and what the rigorous accountants certify at the stepsize it prescribes."""
+def _paper_calibration(
+    sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
+) -> PaperCalibration:
+    """The paper's rule as printed, and what the rigorous accountants certify at the stepsize it prescribes (the
+    tight one only ``with_tight``)."""
     eta = paper_stepsize(sched, target, delta)
-    acc = account(sched, eta, delta, grid, True)
+    acc = account(sched, eta, delta, grid, True, with_tight)
     certified = acc.rdp.value if acc.tight is None else min(acc.rdp.value, acc.tight)
     by = "rdp" if acc.tight is None or acc.rdp.value <= acc.tight else "tight"
     condition = target <= 8.0 * math.log(1.0 / delta)
