@@ -99,6 +99,22 @@ class PureDpEvent(DpEvent):
 
 
 @dataclass(frozen=True)
+class BoundedRangeEvent(DpEvent):
+    """A mechanism with ``bounded_range`` η (its privacy loss lies in an interval of width η for every neighbouring
+    pair, e.g. an exponential mechanism; Durfee & Rogers 2019) that is also ``epsilon``-DP (η-bounded range implies
+    η-DP; a mixture such as seed 001's Algorithm 5 can be ε₀-DP with range 2ε₀). ``epsilon`` defaults to η."""
+
+    bounded_range: float
+    epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        eta = check.non_negative("bounded_range", self.bounded_range)
+        object.__setattr__(self, "bounded_range", eta)
+        eps = eta if self.epsilon is None else check.non_negative("epsilon", self.epsilon)
+        object.__setattr__(self, "epsilon", min(eps, eta))
+
+
+@dataclass(frozen=True)
 class ZCdpEvent(DpEvent):
     """A mechanism that is (ξ, ρ)-zCDP: RDP ε(α) ≤ ξ + ρα for every α > 1 (Bun & Steinke 2016)."""
 

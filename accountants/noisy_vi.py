@@ -45,9 +45,10 @@ from . import validation as check
 from .calibration import calibrate_rdp
 from .conversions import epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon, order_grid
 from .errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
-from .events import GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
+from .events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from .mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier, gdp_epsilon
 from .params import ParamsModel, param, resolve_noise_multiplier
+from .plans import MechanismPlan
 from .rdp import RdpAccountant
 from .reports import (
     AccountantResult,
@@ -95,6 +96,18 @@ class NoisyReleases:
     @property
     def sampling_rate(self) -> float:
         return self.batch_size / self.dataset_size
+
+    def plan(self, z: float) -> MechanismPlan:
+        """The releases as events under replace-one (z is relative to the replace-one sensitivity Δ): one Gaussian
+        release per record (single pass: disjoint batches, parallel composition), or ``count`` subsampled ones
+        (Poisson: the event's multiplier is relative to the add/remove shift Δ/2, i.e. 2z)."""
+        if self.passes == "single":
+            return MechanismPlan(GaussianEvent(z), "replace-one", description="one release per record")
+        if self.sampling == "uniform":
+            inner: DpEvent = SampledWithoutReplacementEvent(self.dataset_size, self.batch_size, GaussianEvent(z))
+        else:
+            inner = PoissonSampledEvent(self.sampling_rate, GaussianEvent(2.0 * z))
+        return MechanismPlan(SelfComposedEvent(inner, self.count), "replace-one")
 
     def rdp_bounds(self, z: float) -> list[RdpBound]:
         """Every Rényi bound for this structure at multiplier z (the used ones first)."""

@@ -14,7 +14,10 @@ event                                         Rényi curve ε(α)
                                               record (Mironov 2017, Prop. 11, p = 2):
                                               ((α − ½)/(α − 1))·ε(2α) + ε(2α − 1)
 ``SampledWithoutReplacementEvent(n, m, G…)``  Wang–Balle–Kasiviswanathan 2019, Thm. 27 (replace-one only)
-``PureDpEvent(ε)``                            min(ε, αε²/2)  (:mod:`~accountants.mechanisms.pure`)
+``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
+                                              mechanism at every order (Kairouz, Oh & Viswanath 2015;
+                                              :func:`~accountants.mechanisms.pure_composition.pure_dp_rdp`)
+``BoundedRangeEvent(η, ε)``                   min(RDP of ε-DP, αη²/8) (Cesar & Rogers 2021, Lemma 3.2)
 ``ZCdpEvent(ρ, ξ)``                           ξ + ρα         (:mod:`~accountants.mechanisms.pure`)
 ``SelfComposedEvent(e, k)``                   k·ε_e(α)
 ``ComposedEvent(e₁, …)``                      Σ ε_{eᵢ}(α)  (heterogeneous composition)
@@ -36,6 +39,7 @@ from . import validation as check
 from .conversions import Conversion, delta_from_rdp, epsilon_from_rdp
 from .errors import DpcalError
 from .events import (
+    BoundedRangeEvent,
     ComposedEvent,
     DpEvent,
     GaussianEvent,
@@ -46,6 +50,7 @@ from .events import (
     ZCdpEvent,
 )
 from .mechanisms import poisson_gaussian, sampled_wor_gaussian
+from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
 
 Neighbouring = Literal["add-remove", "replace-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = get_args(Neighbouring)
@@ -56,10 +61,10 @@ Curve = Callable[[np.ndarray], np.ndarray]
 class UnsupportedEventError(DpcalError, ValueError):
     """The accountant cannot interpret this event (under this neighbouring relation)."""
 
-    def __init__(self, event: DpEvent, reason: str) -> None:
+    def __init__(self, event: DpEvent, reason: str, accountant: str = "RDP") -> None:
         self.event = event
         self.reason = reason
-        super().__init__(f"{type(event).__name__} is not supported by the RDP accountant: {reason}")
+        super().__init__(f"{type(event).__name__} is not supported by the {accountant} accountant: {reason}")
 
 
 class RdpAccountant:
@@ -113,7 +118,11 @@ class RdpAccountant:
             return [(count, lambda a: a / (2.0 * z * z))]
         if isinstance(event, PureDpEvent):
             eps = event.epsilon
-            return [(count, lambda a: np.minimum(eps, a * eps * eps / 2.0))]
+            return [(count, lambda a: pure_dp_rdp(eps, a))]
+        if isinstance(event, BoundedRangeEvent):
+            eta = event.bounded_range
+            eps = eta if event.epsilon is None else event.epsilon
+            return [(count, lambda a: np.minimum(pure_dp_rdp(eps, a), bounded_range_rdp(eta, a)))]
         if isinstance(event, ZCdpEvent):
             rho, xi = event.rho, event.xi
             return [(count, lambda a: xi + rho * a)]

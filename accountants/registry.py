@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import ParameterError, UnknownAlgorithmError, UnsupportedAccountantError
 from .params import ParamsModel, parse_params
+from .plans import MechanismPlan
 from .reports import CalibrationReport, PrivacyReport, UtilityReport
 
 if TYPE_CHECKING:
@@ -82,7 +83,8 @@ class AlgorithmFamily(ABC):
     job_example: ClassVar[Mapping[str, Any] | None] = None
     """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
-    """Fields that carry the privacy knob: required by :meth:`privacy`, ignored by :meth:`calibrate`."""
+    """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
+    parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
 
     def parse(self, params: Mapping[str, Any] | ParamsModel) -> ParamsModel:
         """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""
@@ -105,6 +107,14 @@ class AlgorithmFamily(ABC):
             reason = self.accountant_notes.get(accountant, f"{self.id} does not implement it")
             raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
         return accountant
+
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
+        """The releases about one record as an event tree the generic accountants interpret, at these
+        hyperparameters (the privacy knob included) and δ (which may set δ spent outside the tree, e.g. a
+        solver's failure probability); None where the family's accounting is not a composition of releases (e.g.
+        a last-iterate theorem) or this configuration has no event that describes it."""
+        self.parse(params)
+        return None
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
         """What answering ``operation`` with ``accountant`` costs for these hyperparameters (validated here, so
@@ -133,9 +143,18 @@ class AlgorithmFamily(ABC):
         accountant: str = "best",
         orders: Sequence[float] | np.ndarray | None = None,
     ) -> CalibrationReport:
-        """The smallest noise (or other privacy knob) meeting (target_epsilon, delta)."""
-        report = self._calibrate(params, target_epsilon, delta, accountant, orders)
-        return _with_warnings(report, self._delta_warnings(report.delta, params))
+        """The smallest noise (or other privacy knob) meeting (target_epsilon, delta); a knob given in ``params``
+        is ignored, with a warning."""
+        p = self.parse(params)
+        given = [name for name in self.noise_fields if getattr(p, name, None) is not None]
+        if given:
+            p = p.model_copy(update=dict.fromkeys(given))
+        report = self._calibrate(p, target_epsilon, delta, accountant, orders)
+        if given:
+            names = " and ".join(given)
+            ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
+            report = dataclasses.replace(report, warnings=(ignored, *report.warnings))
+        return _with_warnings(report, self._delta_warnings(report.delta, p))
 
     def _delta_warnings(self, delta: float, params: Mapping[str, Any] | ParamsModel) -> tuple[str, ...]:
         """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""
@@ -208,6 +227,11 @@ def register(cls: type[AlgorithmFamily]) -> type[AlgorithmFamily]:
         raise RuntimeError(f"algorithm id {cls.id!r} registered twice")
     _REGISTRY[cls.id] = cls()
     return cls
+
+
+def unregister(algorithm: str) -> None:
+    """Remove a family registered with :func:`register` (tests that register their own)."""
+    _REGISTRY.pop(algorithm, None)
 
 
 def _discover() -> None:

@@ -75,7 +75,11 @@ def test_composition_is_additive_in_rdp(q1, z1, q2, z2, k, alphas, eps0, rho):
     total = acc.rdp(ComposedEvent((first, second, others)), a)
     parts = acc.rdp(first, a) + k * acc.rdp(PoissonSampledEvent(q2, GaussianEvent(z2)), a) + acc.rdp(others, a)
     np.testing.assert_allclose(total, parts, rtol=1e-12)
-    np.testing.assert_allclose(acc.rdp(others, a), np.minimum(eps0, a * eps0**2 / 2) + rho * a, rtol=1e-12)
+    # a pure ε₀-DP event is read as randomized response (the worst ε₀-DP mechanism), never above min(ε₀, αε₀²/2)
+    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)  # p = e^ε₀/(1 + e^ε₀), q = 1 − p
+    randomized_response = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p) / (a - 1)
+    np.testing.assert_allclose(acc.rdp(others, a), randomized_response + rho * a, rtol=1e-9, atol=1e-15)
+    assert np.all(acc.rdp(PureDpEvent(eps0), a) <= np.minimum(eps0, a * eps0**2 / 2) * (1 + 1e-12) + 1e-300)
 
 
 @SETTINGS

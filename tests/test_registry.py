@@ -36,3 +36,19 @@ def test_describe_lists_accountants_and_bounds(family):
     assert description["accountants"][0] == "best"
     assert set(description["accountants"]) <= set(registry.ACCOUNTANT_NAMES)
     assert description["bounds"] and all(b["source"] for b in description["bounds"])
+
+
+@pytest.mark.parametrize("family", registry.families(), ids=lambda f: f.id)
+def test_calibration_ignores_the_knob_given_in_params_and_says_so(family):
+    """Written once in AlgorithmFamily.calibrate: the knob fields are removed before the family sees them."""
+    accountant = "rdp" if "rdp" in family.supported_accountants() else "best"
+    target = 2.0
+    without = family.calibrate(family.calibration_example(), target, 1e-6, accountant)
+    given = [name for name in family.noise_fields if name in family.example]
+    assert given, family.example
+    with_knob = family.calibrate(dict(family.example), target, 1e-6, accountant)
+    assert with_knob.calibrated_value == without.calibrated_value and with_knob.epsilon == without.epsilon
+    names = " and ".join(given)
+    assert with_knob.warnings[0].startswith(f"the {names} given in params was ignored: calibration computes")
+    assert with_knob.warnings[1:] == without.warnings
+    assert not any("given in params was ignored" in w for w in without.warnings)

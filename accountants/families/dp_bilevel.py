@@ -62,6 +62,7 @@ from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAc
 from ..events import ComposedEvent, DpEvent, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_log_delta, gdp_mu_for
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
+from ..plans import MechanismPlan
 from ..rdp import RdpAccountant
 from ..registry import AlgorithmFamily, BoundInfo, register
 from ..reports import (
@@ -812,7 +813,7 @@ class DpBilevel(AlgorithmFamily):
     params_model = BilevelParams
     accountants = ("rdp", "tight", "paper")
     accountant_notes = MappingProxyType({})
-    noise_fields = ("noise_multiplier", "inner_noise_multiplier")
+    noise_fields = ("noise_multiplier",)
     assumptions = (
         "Assumptions 2.5 and 2.6: f, g smooth; g(x, ·) μ_g-strongly convex; per-sample Lipschitz constants L₀^f "
         "(jointly) and L₀^g (in y, over the domain of interest 𝒴).",
@@ -884,6 +885,15 @@ class DpBilevel(AlgorithmFamily):
         ),
     )
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
+        """Per outer step 2K inner Gaussian steps and one outer release, T times, under replace-one; None for
+        batches drawn with replacement (no event describes them)."""
+        p: BilevelParams = self.parse(params)
+        if p.mini and p.batch_sampling == "with-replacement":
+            return None
+        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
+        return MechanismPlan(rdp_event(p, z, inner_multiplier(p, z)), "replace-one")
+
     # -- privacy ---------------------------------------------------------------------------------------------------
 
     def _privacy(
@@ -940,9 +950,6 @@ class DpBilevel(AlgorithmFamily):
         d = check.delta("delta", delta)
         grid = order_grid(orders)
         notes: list[str] = []
-        if p.noise_multiplier is not None:
-            notes.append("the noise_multiplier given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None})
         if p.inner_noise_multiplier is not None:
             notes.append(
                 f"inner_noise_multiplier = {p.inner_noise_multiplier:.6g} was kept fixed: only noise_multiplier "

@@ -40,6 +40,7 @@ from ..events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithout
 from ..mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
 from ..mechanisms.poisson_gaussian_pld import DEFAULT_VALUE_DISCRETIZATION, PoissonGaussianPld
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
+from ..plans import MechanismPlan
 from ..rdp import RdpAccountant
 from ..registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
 from ..registry import get as registry_get
@@ -289,6 +290,12 @@ class DpSgd(AlgorithmFamily):
         ),
     )
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""
+        p: DpSgdParams = self.parse(params)
+        steps, _ = steps_and_rule(p)
+        return MechanismPlan(_event(p, _noise_multiplier(p), steps), p.neighbouring, description=_rdp_method(p))
+
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
         """Heavy exactly where a privacy-loss distribution is built: Poisson batches under add/remove-one below full
         batch, when the tight accountant is asked for (``tight``, or ``best``, which needs its value)."""
@@ -351,11 +358,7 @@ class DpSgd(AlgorithmFamily):
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
         grid = order_grid(orders, default=None)
-        warnings = []
-        if p.noise_multiplier is not None or p.noise_std is not None:
-            warnings.append("the noise given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
-        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid), tuple(warnings))
+        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid), ())
 
     def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
         self.parse(params)

@@ -560,10 +560,7 @@ class DpSgdLastIterate(AlgorithmFamily):
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
         grid = order_grid(orders)
-        notes = []
-        if p.noise_multiplier is not None or p.noise_std is not None:
-            notes.append("the noise given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
+        notes: list[str] = []
         steps, rule = _steps(p)
         found = bounds_for(p, steps)
         best = _best(found)

@@ -36,6 +36,7 @@ from .. import noisy_vi
 from ..errors import FieldIssue, ParameterError
 from ..noisy_vi import NoisyReleases, PaperStatement
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ..plans import MechanismPlan
 from ..registry import AlgorithmFamily, BoundInfo, register
 from ..reports import (
     Assumption,
@@ -491,6 +492,11 @@ class Nispp(AlgorithmFamily):
         BoundInfo("Theorems 6–7", "utility", f"{SOURCE}, Theorems 6–7 (4M, not 2M)", ("passes = multi",)),
     )
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """The noisy operator evaluations a record is exposed to (:meth:`noisy_vi.NoisyReleases.plan`)."""
+        p: NisppParams = self.parse(params)
+        return p.releases().plan(setting(p).noise_multiplier)
+
     def _privacy(
         self,
         params: Mapping[str, Any] | NisppParams,
@@ -519,10 +525,7 @@ class Nispp(AlgorithmFamily):
     ) -> CalibrationReport:
         p: NisppParams = self.parse(params)
         self.check_accountant(accountant)
-        ignored = []
-        if p.noise_multiplier is not None or p.noise_std is not None:
-            ignored.append("the noise given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
+        ignored: list[str] = []
         answer, paper = noisy_vi.calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
         s = setting(p, answer.noise_multiplier)
         utility: UtilityReport | None = None

@@ -36,6 +36,7 @@ from .. import noisy_vi
 from ..errors import FieldIssue, ParameterError
 from ..noisy_vi import NoisyReleases, PaperStatement
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ..plans import MechanismPlan
 from ..registry import AlgorithmFamily, BoundInfo, register
 from ..reports import (
     Assumption,
@@ -375,6 +376,11 @@ class Nseg(AlgorithmFamily):
         BoundInfo("Corollary 1 (rate)", "utility", f"{SOURCE}, Corollary 1", ("passes = single",)),
     )
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """The noisy operator evaluations a record is exposed to (:meth:`noisy_vi.NoisyReleases.plan`)."""
+        p: NsegParams = self.parse(params)
+        return p.releases().plan(noisy_vi.resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity))
+
     def _privacy(
         self,
         params: Mapping[str, Any] | NsegParams,
@@ -402,9 +408,6 @@ class Nseg(AlgorithmFamily):
         p: NsegParams = self.parse(params)
         self.check_accountant(accountant)
         notes = list(_notes(p))
-        if p.noise_multiplier is not None or p.noise_std is not None:
-            notes.insert(0, "the noise given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None, "noise_std": None})
         answer, paper = noisy_vi.calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
         z = answer.noise_multiplier
         sigma = z * p.sensitivity

@@ -55,8 +55,10 @@ import numpy as np
 from .. import validation as check
 from ..conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
 from ..errors import CalibrationError, FieldIssue, ParameterError
+from ..events import GaussianEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
+from ..plans import MechanismPlan
 from ..registry import AlgorithmFamily, BoundInfo, register
 from ..reports import (
     AccountantResult,
@@ -1224,6 +1226,15 @@ class PhasedOutputPerturbation(AlgorithmFamily):
 
     # -- privacy -------------------------------------------------------------------------------------------------
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """The c Gaussian releases one record influences (replace-one, z = σ_k/Δ_k), with the solver's failure
+        probability δ_fail spent outside them (spec §3.4)."""
+        p: PhasedOutputPerturbationParams = self.parse(params)
+        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
+        _, delta_fail, _ = solver_failure(p, delta)
+        event = SelfComposedEvent(GaussianEvent(z), releases_per_record(p.problem_class))
+        return MechanismPlan(event, "replace-one", reserved_delta=delta_fail)
+
     def _privacy(
         self,
         params: Mapping[str, Any] | PhasedOutputPerturbationParams,
@@ -1288,10 +1299,7 @@ class PhasedOutputPerturbation(AlgorithmFamily):
         d = check.delta("delta", delta)
         grid = order_grid(orders)
         _check_target_delta(p, d)
-        notes = []
-        if p.noise_multiplier is not None:
-            notes.append("the noise_multiplier given in params was ignored: calibration computes it")
-            p = p.model_copy(update={"noise_multiplier": None})
+        notes: list[str] = []
         probability, delta_fail, default = solver_failure(p, d)
         cls = p.problem_class
         count = releases_per_record(cls)

@@ -59,6 +59,7 @@ from ..conversions import (
     order_grid,
 )
 from ..errors import CalibrationError, FieldIssue, ParameterError
+from ..events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
 from ..mechanisms.bounded_range_composition import BoundedRangeComposition
 from ..mechanisms.pure_composition import (
     MAX_COMPOSITIONS,
@@ -70,6 +71,7 @@ from ..mechanisms.pure_composition import (
     pure_dp_rdp,
 )
 from ..params import Count, ParamsModel, bounded_count, param
+from ..plans import MechanismPlan
 from ..registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
 from ..reports import (
     NOT_ASKED_REASON,
@@ -823,6 +825,16 @@ class PrivateMirrorDescent(AlgorithmFamily):
         asks_tight = operation is not Operation.UTILITY and accountant != "rdp"
         return Cost.HEAVY if asks_tight else Cost.CHEAP
 
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
+        neighbours of fixed size n, seed 001 §1.3); with k = 0 nothing depends on the data."""
+        p: PrivateMirrorDescentParams = self.parse(params)
+        sched = schedule(p)
+        e0 = sched.epsilon0(_stepsize(p))
+        sample = BoundedRangeEvent(sched.range_ratio * e0, e0)
+        event = SelfComposedEvent(sample, sched.count) if sched.count else PureDpEvent(0.0)
+        return MechanismPlan(event, "replace-one")
+
     # -- privacy ------------------------------------------------------------------------------------------------------
 
     def _privacy(
@@ -873,9 +885,6 @@ class PrivateMirrorDescent(AlgorithmFamily):
         d = check.delta("delta", delta)
         grid = order_grid(orders)
         notes: list[str] = []
-        if p.stepsize is not None:
-            notes.append("the stepsize given in params was ignored: calibration computes it (it is the privacy knob)")
-            p = p.model_copy(update={"stepsize": None})
         sched = schedule(p)
         if sched.count == 0 and accountant != "paper":
             raise CalibrationError(

@@ -20,6 +20,8 @@ import math
 import numpy as np
 from scipy import special
 
+from .._numerics import log_expm1
+
 MAX_TERMS = 8192
 """Largest window summed term by term; wider windows are bounded blockwise with this many blocks."""
 MAX_COMPOSITIONS = 10**12
@@ -40,20 +42,13 @@ def pure_dp_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     e = float(epsilon0)
     if e == 0.0:
         return np.zeros_like(a)
-    log_x = _log_expm1((a - 1.0) * e) + _log_expm1(a * e) + (1.0 - a) * e
+    log_x = log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e
     return np.logaddexp(0.0, log_x - np.logaddexp(0.0, e)) / (a - 1.0)
 
 
 def bounded_range_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     """αε₀²/8: RDP of an ε₀-bounded-range mechanism (ε₀²/8-zCDP; Cesar & Rogers 2021, Lemma 3.2)."""
     return np.asarray(orders, dtype=float) * (float(epsilon0) ** 2 / 8.0)
-
-
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    small = np.minimum(x, 30.0)
-    with np.errstate(divide="ignore"):
-        return np.where(x > 30.0, x + np.log1p(-np.exp(-np.maximum(x, 30.0))), np.log(np.expm1(small)))
 
 
 # -- advanced composition ----------------------------------------------------------------------------------------------
