@@ -44,7 +44,7 @@ from scipy import optimize
 from . import validation as check
 from .calibration import calibrate_rdp
 from .conversions import epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon, order_grid
-from .errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
+from .errors import CalibrationError, FieldIssue, ParameterError
 from .events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from .mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier, gdp_epsilon
 from .params import ParamsModel, param, resolve_noise_multiplier
@@ -56,6 +56,7 @@ from .reports import (
     BoundResult,
     CalibrationReport,
     Conventions,
+    Guarantee,
     Noise,
     PaperCalibration,
     PrivacyReport,
@@ -64,6 +65,7 @@ from .reports import (
     Release,
     UtilityBound,
     UtilityReport,
+    choose_accountant,
 )
 from .synthetic.bilinear import BilinearProblem
 from .verification import BlockResult, Plan, Simulator, canary_llr_scores
@@ -444,9 +446,10 @@ def account(
             _paper_guarantee(paper, valid, certified),
             f"{paper.source}: {paper.formula}",
             noise_multiplier=tag,
+            kind=Guarantee.PAPER_VALID if valid else Guarantee.PAPER_AS_PRINTED,
         )
     )
-    chosen = _choose(results, accountant, valid)
+    chosen = choose_accountant(results, accountant)
     bound_results = tuple(
         BoundResult(
             name=b.name,
@@ -603,18 +606,6 @@ def _paper_warnings(paper: PaperStatement, claimed: float, certified: float, val
         f"the paper's moments-accountant statement (Theorem 1, constant not rigorous) claims ε = {claimed:.6g}; the "
         f"rigorous accountants certify only ε = {certified:.6g} for this noise"
     ]
-
-
-def _choose(results: list[AccountantResult], accountant: str, paper_valid: bool) -> AccountantResult:
-    by_name = {r.name: r for r in results}
-    if accountant == "best":
-        usable = [r for r in results if r.applicable and (r.name != "paper" or paper_valid)]
-        return min(usable, key=lambda r: r.epsilon)  # type: ignore[arg-type, return-value]
-    chosen = by_name.get(accountant)
-    if chosen is None or not chosen.applicable:
-        usable = ["best"] + [r.name for r in results if r.applicable]
-        raise UnsupportedAccountantError(accountant, usable, chosen.reason if chosen else "unknown accountant")
-    return chosen
 
 
 # -- reports ---------------------------------------------------------------------------------------------------------

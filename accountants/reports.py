@@ -6,6 +6,7 @@ in both units, the step count used, and its warnings (spec README, "Responses na
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,18 @@ class RdpCurve:
     orders: tuple[float, ...]
     epsilons: tuple[float | None, ...]
     bounds: tuple[str, ...] | None = None
+
+
+class Guarantee(enum.Enum):
+    """What an accountant's number is, as data (the ``guarantee`` sentence says it in words)."""
+
+    EXACT = "exact"
+    CERTIFIED = "certified"
+    """A proven upper bound."""
+    PAPER_VALID = "paper-valid"
+    """A paper's statement that dpcal's own accountants confirm (an upper bound)."""
+    PAPER_AS_PRINTED = "paper-as-printed"
+    """A paper's statement that is not certified: shown, never chosen by ``best``."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,12 @@ class AccountantResult:
     calibrated_value: float | None = None
     """For calibration: the value of the calibrated parameter this accountant needs (its noise multiplier for the
     noise-calibrated families; e.g. the stepsize for private mirror descent). Defaults to ``noise_multiplier``."""
+    kind: Guarantee = Guarantee.CERTIFIED
+    """The guarantee as data: ``best`` never chooses :attr:`Guarantee.PAPER_AS_PRINTED`."""
+
+    @property
+    def counts_for_best(self) -> bool:
+        return self.applicable and self.kind is not Guarantee.PAPER_AS_PRINTED
 
     def __post_init__(self) -> None:
         if self.calibrated_value is None and self.noise_multiplier is not None:
@@ -65,18 +84,23 @@ def choose_accountant(
 ) -> AccountantResult:
     """The result answering a request for ``accountant``.
 
-    ``best``: the applicable result with the smallest ``key`` (ε, or a calibrated noise multiplier), or the largest with
-    ``largest`` (a calibrated stepsize). A named accountant must be applicable, else
-    :class:`UnsupportedAccountantError` naming the usable ones and the reason; an unknown name lists ``supported``
-    (default: ``best`` and the applicable ones)."""
+    ``best``: among the applicable results that are not a paper's uncertified statement (:attr:`counts_for_best`),
+    the one with the smallest ``key`` (ε, or a calibrated noise multiplier), or the largest with ``largest`` (a
+    calibrated stepsize). A named accountant must be applicable, else :class:`UnsupportedAccountantError` naming the
+    usable ones and the reason; an unknown name lists ``supported`` (default: ``best`` and the applicable ones)."""
     applicable = [r for r in results if r.applicable]
+    candidates = [r for r in results if r.counts_for_best]
     if accountant == "best":
-        if not applicable:
-            reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
-            raise UnsupportedAccountantError(accountant, [], f"no accountant applies ({reasons})")
+        if not candidates:
+            reasons = "; ".join(
+                f"{r.name}: {r.reason if not r.applicable else 'not certified (' + str(r.guarantee) + ')'}"
+                for r in results
+            )
+            usable = [r.name for r in applicable]
+            raise UnsupportedAccountantError(accountant, usable, f"no certified accountant applies ({reasons})")
         pick = max if largest else min
-        return pick(applicable, key=lambda r: getattr(r, key))
-    usable = ["best"] + [r.name for r in applicable]
+        return pick(candidates, key=lambda r: getattr(r, key))
+    usable = (["best"] if candidates else []) + [r.name for r in applicable]
     for r in results:
         if r.name == accountant:
             if not r.applicable:

@@ -433,7 +433,9 @@ def test_rdp_requests_compute_no_optimal_composition_and_agree_with_best(operati
 
 def test_best_with_no_applicable_accountant_names_the_reasons():
     results = [AccountantResult("rdp", False, reason="no curve"), AccountantResult("tight", False, reason="no PLD")]
-    with pytest.raises(UnsupportedAccountantError, match=r"no accountant applies.*rdp: no curve; tight: no PLD"):
+    with pytest.raises(
+        UnsupportedAccountantError, match=r"no certified accountant applies.*rdp: no curve; tight: no PLD"
+    ):
         choose_accountant(results, "best")
 
 

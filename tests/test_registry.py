@@ -52,3 +52,18 @@ def test_calibration_ignores_the_knob_given_in_params_and_says_so(family):
     assert with_knob.warnings[0].startswith(f"the {names} given in params was ignored: calibration computes")
     assert with_knob.warnings[1:] == without.warnings
     assert not any("given in params was ignored" in w for w in without.warnings)
+
+
+def test_best_never_chooses_a_paper_statement_that_is_not_certified():
+    """One chooser for every family: the guarantee is data (reports.Guarantee), not a sentence to compare."""
+    from accountants.errors import UnsupportedAccountantError
+    from accountants.reports import AccountantResult, Guarantee, choose_accountant
+
+    rdp = AccountantResult("rdp", True, 2.0, "certified upper bound")
+    printed = AccountantResult("paper", True, 0.5, "as printed", kind=Guarantee.PAPER_AS_PRINTED)
+    valid = AccountantResult("paper", True, 0.5, "confirmed", kind=Guarantee.PAPER_VALID)
+    assert choose_accountant([rdp, printed], "best") is rdp
+    assert choose_accountant([rdp, valid], "best") is valid
+    assert choose_accountant([rdp, printed], "paper") is printed  # asked for by name, it is answered
+    with pytest.raises(UnsupportedAccountantError, match=r"no certified accountant applies.*paper: not certified"):
+        choose_accountant([AccountantResult("rdp", False, reason="none"), printed], "best")

@@ -58,7 +58,7 @@ from scipy import optimize
 from .. import validation as check
 from ..calibration import calibrate_rdp
 from ..conversions import DEFAULT_ORDERS, Conversion, epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
-from ..errors import CalibrationError, FieldIssue, ParameterError, UnsupportedAccountantError
+from ..errors import CalibrationError, FieldIssue, ParameterError
 from ..events import ComposedEvent, DpEvent, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ..mechanisms.gaussian import gaussian_log_delta, gdp_mu_for
 from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param, resolve_noise_multiplier
@@ -70,6 +70,7 @@ from ..reports import (
     Assumption,
     CalibrationReport,
     Conventions,
+    Guarantee,
     Noise,
     PaperCalibration,
     PrivacyReport,
@@ -78,6 +79,7 @@ from ..reports import (
     Release,
     UtilityBound,
     UtilityReport,
+    choose_accountant,
 )
 from ..verification import BlockResult, Plan, Simulator
 
@@ -751,11 +753,16 @@ def _paper_method(p: BilevelParams) -> str:
 
 
 def _paper_guarantee(p: BilevelParams) -> str:
-    return _PAPER_LITERAL if p.mini and p.batch_sampling == "with-replacement" else _PAPER_CERTIFIED
+    return _PAPER_LITERAL if _paper_as_printed(p) else _PAPER_CERTIFIED
 
 
-def _certified(result: AccountantResult) -> bool:
-    return result.applicable and result.guarantee != _PAPER_LITERAL
+def _paper_kind(p: BilevelParams) -> Guarantee:
+    return Guarantee.PAPER_AS_PRINTED if _paper_as_printed(p) else Guarantee.PAPER_VALID
+
+
+def _paper_as_printed(p: BilevelParams) -> bool:
+    """Lemma 2.3's chain for batches drawn with replacement is not certified (spec §6 item 14)."""
+    return p.mini and p.batch_sampling == "with-replacement"
 
 
 # -- the family ------------------------------------------------------------------------------------------------------
@@ -911,7 +918,7 @@ class DpBilevel(AlgorithmFamily):
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         z_in = inner_multiplier(p, z)
         results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
-        chosen = _choose(results, accountant)
+        chosen = choose_accountant(results, accountant)
         if not math.isfinite(chosen.epsilon):  # type: ignore[arg-type]
             raise ParameterError.single(
                 "noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value"
@@ -1051,35 +1058,22 @@ def _privacy_results(
         curve = RdpCurve(tuple(grid.tolist()), tuple(_finite_list(rho * grid)))
     chain = paper_chain(p, z, z_in, d)
     if chain.valid and math.isfinite(chain.epsilon):
-        results.append(AccountantResult("paper", True, chain.epsilon, _paper_guarantee(p), _paper_method(p)))
+        results.append(
+            AccountantResult("paper", True, chain.epsilon, _paper_guarantee(p), _paper_method(p), kind=_paper_kind(p))
+        )
     else:
         results.append(AccountantResult("paper", False, reason="; ".join(chain.problems) or "ε is not finite"))
     return results, curve, conversion
-
-
-def _choose(results: list[AccountantResult], accountant: str, key: str = "epsilon") -> AccountantResult:
-    if accountant == "best":
-        certified = [r for r in results if _certified(r)]
-        if not certified:
-            reasons = "; ".join(dict.fromkeys(str(r.reason) for r in results if not r.applicable))
-            usable = [r.name for r in results if r.applicable]
-            raise UnsupportedAccountantError("best", usable, f"no certified accountant applies ({reasons})")
-        return min(certified, key=lambda r: getattr(r, key))
-    chosen = next(r for r in results if r.name == accountant)
-    if not chosen.applicable:
-        usable = (["best"] if any(_certified(r) for r in results) else []) + [r.name for r in results if r.applicable]
-        raise UnsupportedAccountantError(accountant, usable, chosen.reason or "not applicable")
-    return chosen
 
 
 def _choose_calibration(results: list[AccountantResult], accountant: str) -> AccountantResult:
     """``best``: the least outer noise among the accountants that keep the family's inner rule (rdp, tight); the paper's
     split, which sets its own inner noise, only when neither applies."""
     if accountant != "best":
-        return _choose(results, accountant, key="noise_multiplier")
-    usable = [r for r in results if _certified(r) and r.name != "paper"]
+        return choose_accountant(results, accountant, key="noise_multiplier")
+    usable = [r for r in results if r.counts_for_best and r.name != "paper"]
     if not usable:
-        return _choose(results, "best", key="noise_multiplier")
+        return choose_accountant(results, "best", key="noise_multiplier")
     return min(usable, key=lambda r: r.noise_multiplier)  # type: ignore[arg-type, return-value]
 
 
@@ -1184,6 +1178,7 @@ def _calibration_results(
                 _paper_guarantee(p),
                 _paper_method(p) + "; " + corrected_note,
                 noise_multiplier=z,
+                kind=_paper_kind(p),
             )
         )
     else:
