@@ -1,0 +1,294 @@
+"""How private mirror descent's answers are worded: accountant results, conventions, releases, warnings, bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...conversions import (
+    Conversion,
+    epsilon_from_rdp,
+)
+from ...errors import ParameterError
+from ...mechanisms.pure_composition import (
+    MAX_COMPOSITIONS,
+    advanced_composition_epsilon,
+    bounded_range_rdp,
+    drv_epsilon,
+    pure_dp_rdp,
+)
+from ...reports import (
+    AccountantResult,
+    Assumption,
+    BoundResult,
+    Conventions,
+    RdpCurve,
+    Release,
+)
+from .params import SOURCE, PrivateMirrorDescentParams
+from .plan import Schedule
+from .privacy import (
+    _BR_NAME,
+    _BR_OPTIMUM_NAME,
+    _PAPER_METHOD,
+    _PURE_RDP_NAME,
+    _RDP_METHOD,
+    Accounting,
+    _linear_epsilon,
+    _order,
+    _paper_condition,
+    _tight_method,
+    rdp_labels,
+)
+
+# -- presentation -----------------------------------------------------------------------------------------------------
+
+
+def _stepsize(p: PrivateMirrorDescentParams) -> float:
+    if p.stepsize is None:
+        raise ParameterError.single(
+            "stepsize",
+            "is required for privacy accounting: it is the privacy knob (ε₀ = 4ηL₀/B per vertex sample for "
+            "Algorithm 1); /v1/calibrate computes it",
+            "a finite number in (0, 1e12]",
+        )
+    return p.stepsize
+
+
+def _curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
+    orders = np.asarray(conversion.orders, dtype=float)
+    eps = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
+    return RdpCurve(tuple(orders.tolist()), tuple(eps), rdp_labels(sched, eta, orders))  # type: ignore[arg-type]
+
+
+def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
+    results = [
+        AccountantResult(
+            "rdp", True, acc.rdp.value, "certified upper bound", _RDP_METHOD, optimal_order=_order(acc.rdp)
+        )
+    ]
+    if acc.tight is None:
+        results.append(AccountantResult("tight", False, reason=acc.tight_reason))
+    else:
+        results.append(AccountantResult("tight", True, acc.tight, "certified upper bound", _tight_method(acc)))
+    if acc.paper_valid:
+        results.append(
+            AccountantResult(
+                "paper",
+                True,
+                acc.paper,
+                "the paper's statement (a valid advanced-composition bound)",
+                _PAPER_METHOD + f"; {sched.paper_rule}",
+            )
+        )
+    else:
+        results.append(AccountantResult("paper", False, reason=_paper_condition(acc.paper, delta)))
+    return results
+
+
+def _conventions(sched: Schedule) -> Conventions:
+    released = {
+        "first-order": "the average (x̂, ŷ) of the private iterates x̃_t, ỹ_t; every vertex sample is accounted",
+        "second-order": "the average (x̂, ŷ) of the private iterates x̃_t, ỹ_t; every vertex sample is accounted",
+        "bias-reduced": "the average of the output samples x̂_t, ŷ_t; every vertex sample (gradient and output) is "
+        "accounted",
+        "sco": "the final sparsification x̂ (K' samples of x_T); every vertex sample is accounted",
+    }[sched.variant]
+    return Conventions(
+        neighbouring="replace-one",
+        steps=sched.steps,
+        step_rule=f"{sched.step_rule}; {sched.count_rule}",
+        sampling="disjoint batches in one pass (each record enters one gradient); vertex sampling from the iterates "
+        "(no subsampling amplification is used)",
+        noise_multiplier_definition=(
+            "no noise is added: the privacy knob is the stepsize η. Each vertex sample is an exponential mechanism; "
+            f"{sched.epsilon0_rule}; k = number of samples composed ({sched.count_rule})"
+        ),
+        released=released,
+    )
+
+
+def _releases(sched: Schedule, eta: float) -> list[Release]:
+    e0 = sched.epsilon0(eta)
+    details: dict[str, float | int | str] = {
+        "epsilon0": e0,
+        "bounded_range": sched.range_ratio * e0,
+        "stepsize": eta,
+    }
+    composition = "sequential, adaptive: each sample is ε₀-DP conditionally on the previous ones"
+    if sched.variant in ("first-order", "second-order"):
+        per_player = (sched.steps - 1) * sched.samples_per_step
+        return [
+            Release(
+                f"{player}-player vertex samples ~ P({player}_t), K = {sched.samples_per_step} per step",
+                per_player,
+                None,
+                None,
+                None,
+                composition,
+                details | {"score_sensitivity": e0 / 2.0, "data_independent_samples": sched.samples_per_step},
+            )
+            for player in ("x", "y")
+        ]
+    if sched.variant == "bias-reduced":
+        return [
+            Release(
+                "vertex samples of Algorithm 3 (2^{N_t} per player for the multilevel gradient, 1 per player for "
+                "the output), at most 3M in total",
+                sched.count,
+                None,
+                None,
+                None,
+                composition,
+                details | {"score_sensitivity": e0 / 2.0, "max_level": sched.max_level or 1},
+            )
+        ]
+    return [
+        Release(
+            "vertex samples of Algorithm 5 (K per refresh of x̃, K' for the final sparsification)",
+            sched.count,
+            None,
+            None,
+            None,
+            composition,
+            details | {"log_probability_sensitivity": e0},
+        )
+    ]
+
+
+def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, delta: float) -> list[str]:
+    notes = [
+        "constants are reconstructed (seed 001 lost its formulas): " + sched.epsilon0_rule + "; " + sched.count_rule,
+        "the sensitivity assumes ‖∇f(·; ξ)‖∞ ≤ lipschitz for every record (clip gradient coordinates if not)",
+    ]
+    if not acc.paper_valid:
+        notes.append(_paper_condition(acc.paper, delta))
+    if acc.tight is not None and acc.tight > acc.rdp.value:
+        notes.append(
+            "the tight accountant exceeds the rdp bound here: "
+            + (
+                "the optimal bounded-range composition is "
+                + (acc.bounded_range_reason or "")
+                + ", and the optimal pure-DP composition is for a larger class than these bounded-range samples"
+                if acc.bounded_range is None
+                else "its discretisation costs more than the rdp bound's slack at this budget"
+            )
+        )
+    if sched.variant == "sco":
+        notes.append(
+            "Algorithm 5 samples from a mixture of softmaxes: pure ε₀ = Δ' and bounded range 2Δ' (both give the "
+            "same zCDP, Δ'²/2)"
+        )
+    return notes
+
+
+def _bound_results(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
+    e0 = sched.epsilon0(eta)
+    k = sched.count
+    orders = np.asarray(acc.rdp.orders, dtype=float)
+    always = (Assumption("none (adaptive composition of the vertex samples)", True),)
+    br = k * bounded_range_rdp(sched.range_ratio * e0, orders)
+    pure = k * pure_dp_rdp(e0, orders)
+    out = [
+        BoundResult(
+            "RDP: per-order minimum of bounded-range zCDP and exact pure-DP RDP",
+            _RDP_METHOD,
+            True,
+            None,
+            always,
+            tuple(float(v) for v in acc.rdp.rdp),
+            acc.rdp.value,
+            chosen == "rdp",
+            "every vertex sample",
+        ),
+        BoundResult(
+            _BR_NAME,
+            "Cesar & Rogers 2021, Lemma 3.2; composition of zCDP",
+            True,
+            None,
+            always,
+            tuple(float(v) for v in br),
+            _linear_epsilon(k * (sched.range_ratio * e0) ** 2 / 8.0, delta)[0],
+            False,
+            "every vertex sample",
+        ),
+        BoundResult(
+            _PURE_RDP_NAME,
+            "Kairouz, Oh & Viswanath 2015 (randomized response dominates ε₀-DP); Mironov 2017 (composition)",
+            True,
+            None,
+            always,
+            tuple(float(v) for v in pure),
+            epsilon_from_rdp(lambda a: k * pure_dp_rdp(e0, a), delta, orders, True).value if k else 0.0,
+            False,
+            "every vertex sample",
+        ),
+        BoundResult(
+            _BR_OPTIMUM_NAME,
+            "Bellman recursion over generalised randomised responses (Dong, Durfee & Rogers 2020 reduce bounded range "
+            "to them); accountants/mechanisms/bounded_range_composition.py",
+            acc.bounded_range is not None,
+            acc.bounded_range_reason,
+            (
+                Assumption(
+                    "every sample is ε₀-bounded-range", sched.range_ratio == 1.0, f"range {sched.range_ratio:g}·ε₀"
+                ),
+            ),
+            None,
+            acc.bounded_range,
+            chosen == "tight" and acc.bounded_range is not None and acc.tight == acc.bounded_range,
+            "every vertex sample",
+        ),
+        BoundResult(
+            "Optimal composition of pure ε₀-DP mechanisms",
+            "Kairouz, Oh & Viswanath 2015, Thm. 3.3",
+            acc.kov is not None,
+            acc.tight_reason,
+            (Assumption(f"k ≤ {MAX_COMPOSITIONS:.0e}", k <= MAX_COMPOSITIONS, f"k = {k}"),),
+            None,
+            acc.kov,
+            chosen == "tight" and acc.kov is not None and acc.tight == acc.kov,
+            "every vertex sample",
+        ),
+        BoundResult(
+            "Fully adaptive advanced composition √(2k log(1/δ))·ε₀ + kε₀²/2 (Theorem 3.5)",
+            "Whitehouse, Ramdas, Rogers & Wu 2023 (seed 001, Theorem 3.5) with the rigorous count",
+            True,
+            None,
+            always,
+            None,
+            advanced_composition_epsilon(k, e0, delta),
+            False,
+            "every vertex sample",
+        ),
+        BoundResult(
+            "Advanced composition min{kε₀, √(2k log(1/δ))·ε₀ + kε₀(e^{ε₀} − 1)}",
+            "Dwork, Rothblum & Vadhan 2010, Thm. III.3, with the rigorous count",
+            True,
+            None,
+            always,
+            None,
+            drv_epsilon(k, e0, delta),
+            False,
+            "every vertex sample",
+        ),
+        BoundResult(
+            "Corollary 3.6 as printed (the paper accountant)",
+            f"{SOURCE}: {sched.paper_rule}",
+            acc.paper_valid,
+            None if acc.paper_valid else _paper_condition(acc.paper, delta),
+            (
+                Assumption(
+                    f"ε ≤ 8 log(1/δ) = {8.0 * math.log(1.0 / delta):.6g}",
+                    acc.paper_valid,
+                    f"ε = {acc.paper:.6g}",
+                ),
+            ),
+            None,
+            acc.paper if acc.paper_valid else None,
+            chosen == "paper",
+            "every vertex sample",
+        ),
+    ]
+    return out
