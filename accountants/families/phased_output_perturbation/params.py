@@ -1,0 +1,297 @@
+"""Hyperparameters of seed 002's phased output perturbation: problem classes, solver constants and the rules
+between them."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ...errors import FieldIssue
+from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+
+SOURCE = "seed 002 (Zhang, Thekumparampil, Oh & He, bring your own algorithm for DP stochastic minimax optimization)"
+MAX_COUNT = 10**12
+MAX_DIMENSION = 10**9
+MAX_PHASES = 60
+CONSTANT_RANGE = (1e-12, 1e12)
+MAX_SOLVER_FAILURE = 0.1
+
+ProblemClass = Literal["strongly-convex", "convex", "sc-sc", "c-c", "c-sc"]
+PHASED = ("convex", "c-c", "c-sc")
+MINIMAX = ("sc-sc", "c-c", "c-sc")
+SPLIT = ("sc-sc", "c-c")
+"""Classes whose paper calibration splits (ε, δ) over two releases of a record (ε/2 and δ/4 each)."""
+
+ALGORITHM = MappingProxyType(
+    {
+        "strongly-convex": "Algorithm 1",
+        "convex": "Algorithm 2",
+        "sc-sc": "Algorithm 3",
+        "c-c": "Algorithms 4 + 5",
+        "c-sc": "Algorithm 4, C-SC variant (§4.3)",
+    }
+)
+
+
+# -- parameters ------------------------------------------------------------------------------------------------------
+
+
+def _constant(description: str, symbol: str, unit: str, example: float) -> Any:
+    lo, hi = CONSTANT_RANGE
+    return param(description, symbol=symbol, unit=unit, example=example, ge=lo, le=hi, default=None)
+
+
+class PhasedOutputPerturbationParams(ParamsModel):
+    """Hyperparameters of seed 002's output-perturbation algorithms (Algorithms 1–5 and the C-SC variant)."""
+
+    problem_class: ProblemClass = param(
+        "The setting, which selects the algorithm: strongly-convex (Algorithm 1), convex (Algorithm 2, phased), "
+        "sc-sc (Algorithm 3, strongly-convex–strongly-concave minimax), c-c (Algorithms 4 + 5, phased, "
+        "convex–concave minimax), c-sc (§4.3: convex–strongly-concave minimax, phased Algorithm 4 variant).",
+        example="convex",
+    )
+    dataset_size: Count = param(
+        "Number of records (the base solver sees one block of ⌊n/K⌋ records per phase).",
+        symbol="n",
+        unit="records",
+        example=4096,
+        ge=1,
+        le=MAX_COUNT,
+    )
+    dimension: bounded_count(1, MAX_DIMENSION) | None = param(
+        "Dimension d of x (strongly-convex, convex). For minimax classes: d_x = d_y = dimension (c-sc: d_x), "
+        "unless dimension_x/dimension_y are given instead.",
+        symbol="d",
+        unit="coordinates",
+        example=10,
+        default=None,
+    )
+    dimension_x: bounded_count(1, MAX_DIMENSION) | None = param(
+        "Dimension of the minimisation variable x (minimax classes; with dimension_y, instead of dimension).",
+        symbol="d_x",
+        unit="coordinates",
+        example=5,
+        default=None,
+    )
+    dimension_y: bounded_count(1, MAX_DIMENSION) | None = param(
+        "Dimension of the maximisation variable y (sc-sc, c-c; optional for c-sc, where only the simulator uses "
+        "it: default d_x).",
+        symbol="d_y",
+        unit="coordinates",
+        example=5,
+        default=None,
+    )
+    lipschitz: float = param(
+        "Lipschitz constant of every loss f(·; ξ) on the domain (minimax: jointly in (x, y), "
+        "|f(x₁,y₁) − f(x₂,y₂)|² ≤ L²(‖x₁−x₂‖² + ‖y₁−y₂‖²)).",
+        symbol="L",
+        unit="loss units per parameter unit",
+        example=1.0,
+        ge=CONSTANT_RANGE[0],
+        le=CONSTANT_RANGE[1],
+    )
+    smoothness: float | None = param(
+        "Gradient Lipschitz constant ℓ of every loss (jointly for minimax). Required for strongly-convex and sc-sc "
+        "(κ = ℓ/μ enters their utility bounds); must be at least the strong convexity. Optional otherwise "
+        "(used by the simulator's synthetic problem).",
+        symbol="ℓ",
+        unit="loss units per parameter unit²",
+        example=1.0,
+        ge=0,
+        le=CONSTANT_RANGE[1],
+        default=None,
+    )
+    strong_convexity: float | None = _constant(
+        "Strong convexity μ of every loss (strongly-convex, Assumption 3.2); for sc-sc, μ_x = μ_y = this value "
+        "unless strong_convexity_x/strong_convexity_y are given instead. Not a regulariser: see regularization.",
+        "μ",
+        "loss units per parameter unit²",
+        0.1,
+    )
+    strong_convexity_x: float | None = _constant(
+        "Strong convexity in x (sc-sc, Assumption 4.2; with strong_convexity_y).",
+        "μ_x",
+        "loss units per parameter unit²",
+        0.1,
+    )
+    strong_convexity_y: float | None = _constant(
+        "Strong concavity in y (sc-sc with strong_convexity_x; required for c-sc).",
+        "μ_y",
+        "loss units per parameter unit²",
+        0.2,
+    )
+    diameter: float | None = _constant(
+        "The paper's D (convex, c-c, c-sc; required there): a norm bound from the initial point x₀ = 0, "
+        "‖x*‖ ≤ D (convex, Theorem 3.7) or max{‖x‖, ‖y‖} ≤ D on 𝒳×𝒴 (c-c, c-sc). A domain of diameter D "
+        "containing x₀ = 0 (y₀ = 0) satisfies it.",
+        "D",
+        "parameter units",
+        1.0,
+    )
+    phases: bounded_count(1, MAX_PHASES) | None = param(
+        "Number of phases K of the phased classes (convex, c-c, c-sc); at most dataset_size. Default ⌈log₂ n⌉ "
+        "(the paper's K = log n, spec §6.1).",
+        symbol="K",
+        unit="phases",
+        example=12,
+        default=None,
+    )
+    regularization: float | None = _constant(
+        "Base regulariser μ of the phased classes (phase k adds (μ_k/2)‖x − x̃_{k−1}‖², μ_k = μ·2^k; c-c also "
+        "(μ/2)‖y‖²). Default: the theorem's choice (Theorem 3.7, 4.8, Corollary 4.9) at the noise used, i.e. with "
+        "√(log(c/δ))/ε replaced by its value at the paper's calibration for this noise multiplier.",
+        "μ",
+        "loss units per parameter unit²",
+        0.46,
+    )
+    noise_multiplier: float | None = param(
+        "Noise std over sensitivity, the same for every release: σ_k = z·Δ_k (the plan lists each Δ_k and σ_k). "
+        "Required for privacy accounting and utility; computed by calibration.",
+        symbol="z = σ_k/Δ_k",
+        unit="multiples of each release's L2 sensitivity",
+        example=4.9,
+        ge=NOISE_MULTIPLIER_RANGE[0],
+        le=NOISE_MULTIPLIER_RANGE[1],
+        default=None,
+    )
+    solver_failure_probability: float | None = param(
+        "Probability p that one base-solver run misses the accuracy the privacy proof requires (the plan's "
+        "solver_accuracy_required). Adds δ_fail = 2p (4p for c-c) to δ. 0: the accuracy is certified "
+        "deterministically (e.g. by the a-posteriori certificate of spec §2.x). Default: the paper's p = δ/4 "
+        "(δ/8 for sc-sc and c-c), reached by running the solver to the in-expectation gap solver_expected_gap.",
+        symbol="p",
+        unit="probability",
+        example=0.0,
+        ge=0,
+        le=MAX_SOLVER_FAILURE,
+        default=None,
+    )
+    target_delta: float | None = param(
+        "δ of the privacy guarantee the run targets. Required by /v1/utility (the theorems' constants and the "
+        "paper's solver accuracy γ depend on δ); /v1/privacy, /v1/calibrate and verification jobs use the "
+        "request's delta, and reject a different value here.",
+        symbol="δ",
+        unit="probability",
+        example=1e-5,
+        gt=0,
+        lt=1,
+        default=None,
+    )
+
+    def check(self) -> list[FieldIssue]:
+        issues: list[FieldIssue] = []
+        cls = self.problem_class
+
+        def require(name: str, why: str) -> None:
+            if getattr(self, name) is None:
+                issues.append(FieldIssue((name,), f"is required for problem_class {cls!r} ({why})", _allowed(name)))
+
+        def forbid(name: str, why: str) -> None:
+            if getattr(self, name) is not None:
+                issues.append(
+                    FieldIssue((name,), f"is not used by problem_class {cls!r} ({why}); omit it", "omit it", None)
+                )
+
+        minimax = cls in MINIMAX
+        if not minimax:
+            require("dimension", "the dimension d of x")
+            for name in ("dimension_x", "dimension_y"):
+                forbid(name, "a minimisation problem has only x: give dimension")
+        elif self.dimension is not None and (self.dimension_x is not None or self.dimension_y is not None):
+            if self.dimension_x is not None or cls != "c-sc":
+                issues.append(
+                    FieldIssue(
+                        ("dimension",),
+                        "give dimension or dimension_x/dimension_y, not both",
+                        "either dimension or dimension_x and dimension_y",
+                    )
+                )
+        elif self.dimension is None:
+            require("dimension_x", "give dimension_x and dimension_y, or dimension for both")
+            if cls != "c-sc":
+                require("dimension_y", "give dimension_x and dimension_y, or dimension for both")
+
+        if cls == "strongly-convex":
+            require("strong_convexity", "Assumption 3.2: μ-strongly convex losses")
+            require("smoothness", "κ = ℓ/μ enters Theorem 3.4")
+            for name in ("strong_convexity_x", "strong_convexity_y"):
+                forbid(name, "a minimisation problem has one strong convexity: give strong_convexity")
+        elif cls == "sc-sc":
+            given_xy = self.strong_convexity_x is not None or self.strong_convexity_y is not None
+            if self.strong_convexity is not None and given_xy:
+                issues.append(
+                    FieldIssue(
+                        ("strong_convexity",),
+                        "give strong_convexity or strong_convexity_x/strong_convexity_y, not both",
+                        "either strong_convexity or strong_convexity_x and strong_convexity_y",
+                    )
+                )
+            elif self.strong_convexity is None:
+                for name in ("strong_convexity_x", "strong_convexity_y"):
+                    require(name, "Assumption 4.2: give strong_convexity_x and _y, or strong_convexity for both")
+            require("smoothness", "κ_x = ℓ/μ_x and κ_y = ℓ/μ_y enter Theorem 4.4")
+        elif cls == "c-sc":
+            require("strong_convexity_y", "§4.3: f(x, ·; ξ) is μ_y-strongly concave")
+            forbid("strong_convexity", "x is only convex; the strong concavity in y is strong_convexity_y")
+            forbid("strong_convexity_x", "x is only convex; use problem_class sc-sc if it is strongly convex")
+        else:
+            why = "the losses are only convex; the phases' regulariser is regularization"
+            for name in ("strong_convexity", "strong_convexity_x", "strong_convexity_y"):
+                forbid(name, why)
+
+        if cls in PHASED:
+            require("diameter", "the theorem's regulariser and utility bound use D")
+        else:
+            forbid("diameter", "the algorithm needs no domain bound")
+            forbid("phases", "it is not phased")
+            forbid("regularization", "it is not phased: the losses' own strong convexity is used")
+
+        if self.phases is not None and self.phases > self.dataset_size:
+            issues.append(
+                FieldIssue(
+                    ("phases",),
+                    "must not exceed dataset_size (each phase needs a block of ⌊n/K⌋ ≥ 1 records)",
+                    f"an integer in [1, {min(self.dataset_size, MAX_PHASES)}]",
+                    self.phases,
+                )
+            )
+        if not issues and self.smoothness is not None:
+            strongest = max(
+                [v for v in (self.strong_convexity, self.strong_convexity_x, self.strong_convexity_y) if v is not None],
+                default=0.0,
+            )
+            if self.smoothness < strongest:
+                issues.append(
+                    FieldIssue(
+                        ("smoothness",),
+                        "must be at least the strong convexity (an ℓ-smooth μ-strongly convex function has ℓ ≥ μ)",
+                        f"a finite number in [{strongest:g}, {CONSTANT_RANGE[1]:g}]",
+                        self.smoothness,
+                    )
+                )
+        return issues
+
+    # resolved constants
+    @property
+    def d_x(self) -> int:
+        return int(self.dimension_x if self.dimension_x is not None else self.dimension)  # type: ignore[arg-type]
+
+    @property
+    def d_y(self) -> int:
+        if self.dimension_y is not None:
+            return self.dimension_y
+        return self.d_x
+
+    @property
+    def mu_x(self) -> float:
+        return float(self.strong_convexity_x if self.strong_convexity_x is not None else self.strong_convexity)  # type: ignore[arg-type]
+
+    @property
+    def mu_y(self) -> float:
+        return float(self.strong_convexity_y if self.strong_convexity_y is not None else self.strong_convexity)  # type: ignore[arg-type]
+
+
+def _allowed(name: str) -> str:
+    if name.startswith("dimension"):
+        return f"an integer in [1, {MAX_DIMENSION}]"
+    return f"a finite number in [{CONSTANT_RANGE[0]:g}, {CONSTANT_RANGE[1]:g}]"

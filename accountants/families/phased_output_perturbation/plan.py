@@ -1,0 +1,199 @@
+"""The mechanism plan: each phase's block, regularisation, solver accuracy and noisy release (Algorithms 1–5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .params import PhasedOutputPerturbationParams
+from .privacy import default_phases
+
+# -- the mechanism plan --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedRelease:
+    """One noisy release: x̃_k (or ỹ_k), its sensitivity Δ, noise σ = zΔ and the accuracy its solver run needs."""
+
+    name: str
+    algorithm: str
+    phase: int
+    block: tuple[int, int]
+    """Records (0-based, half-open) the solver run of this release sees."""
+    variable: str
+    dimension: int
+    sensitivity: float
+    noise_std: float
+    accuracy_required: float
+    accuracy_measure: str
+    gap_per_failure: float
+    """γ(p) = gap_per_failure·p^gap_power: the in-expectation accuracy giving failure probability p (Markov)."""
+    gap_power: int
+    problem: str
+    mu_k: float | None = None
+    m_k: float | None = None
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """The run's plan: phases, blocks, regulariser and every release."""
+
+    problem_class: str
+    phases: int
+    block_size: int
+    unused: int
+    regularization: float | None
+    releases: tuple[PlannedRelease, ...]
+    noise_multiplier: float
+
+    def by_algorithm(self, algorithm: str) -> list[PlannedRelease]:
+        return [r for r in self.releases if r.algorithm == algorithm]
+
+
+def theorem_regularization(p: PhasedOutputPerturbationParams, noise_multiplier: float, phases: int) -> float:
+    """The theorems' μ (Thm 3.7, 4.8, Cor. 4.9) at the paper's calibration for this z.
+
+    Thm 3.7: μ = (L/D)·max{1/√n, 14K√(d ln(2.5/δ))/(nε)}; Thm 4.8: (L/D)·max{2/√n, 13K√(d ln(5/δ))/(nε)}, d = max;
+    Cor. 4.9: 3(L/D)·max{1/√n, 4K√(d_x ln(2.5/δ))/(nε)}. At the paper's σ, √(ln(2.5/δ))/ε = z/√2 and
+    √(ln(5/δ))/ε = z/(2√2), so μ depends on (ε, δ) only through z (K stands for log n, spec §6.1).
+    """
+    z, n, K = noise_multiplier, p.dataset_size, phases
+    scale = p.lipschitz / p.diameter  # type: ignore[operator]
+    if p.problem_class == "convex":
+        return scale * max(1.0 / math.sqrt(n), 14.0 * K * math.sqrt(p.d_x) * z / (math.sqrt(2.0) * n))
+    if p.problem_class == "c-c":
+        d = max(p.d_x, p.d_y)
+        return scale * max(2.0 / math.sqrt(n), 13.0 * K * math.sqrt(d) * z / (2.0 * math.sqrt(2.0) * n))
+    return 3.0 * scale * max(1.0 / math.sqrt(n), 4.0 * K * math.sqrt(p.d_x) * z / (math.sqrt(2.0) * n))
+
+
+def mechanism(p: PhasedOutputPerturbationParams, noise_multiplier: float) -> Mechanism:
+    """Every release with its block, regulariser, Δ, σ = zΔ and required solver accuracy (spec §2, §3.2).
+
+    ``accuracy_required`` is a distance for Alg. 1/2 (L/(μn), L/(μ_k n̄)) and a weighted squared distance for the
+    minimax algorithms (L²/(μn²), L²/(μn̄²), L²/(n̄²m_k)); ``gap_per_failure``·p^power is the in-expectation gap γ(p)
+    that meets it with probability ≥ 1 − p (Markov)."""
+    z, L, n, cls = noise_multiplier, p.lipschitz, p.dataset_size, p.problem_class
+
+    def release(name: str, algorithm: str, sensitivity: float, **kw: Any) -> PlannedRelease:
+        defaults: dict[str, Any] = {"phase": 1, "block": (0, n), "variable": "x", "dimension": p.d_x}
+        return PlannedRelease(
+            name=name, algorithm=algorithm, sensitivity=sensitivity, noise_std=z * sensitivity, **(defaults | kw)
+        )
+
+    if cls == "strongly-convex":
+        mu = p.mu_x
+        only = release(
+            "x̃ (Algorithm 1)",
+            "Algorithm 1",
+            4.0 * L / (mu * n),
+            accuracy_required=L / (mu * n),
+            accuracy_measure="‖𝒜(S) − x̂*_S‖",
+            gap_per_failure=L * L / (2.0 * mu * n * n),
+            gap_power=2,
+            problem="min_{x∈𝒳} (1/n) Σ f(x; ξ_i)",
+        )
+        return Mechanism(cls, 1, n, 0, None, (only,), z)
+    if cls == "sc-sc":
+        mu = min(p.mu_x, p.mu_y)
+        pair = tuple(
+            release(
+                f"{var}̃ (Algorithm 3)",
+                "Algorithm 3",
+                4.0 * L / (n * math.sqrt(mu_var * mu)),
+                variable=var,
+                dimension=dim,
+                accuracy_required=L * L / (mu * n * n),
+                accuracy_measure="μ_x‖𝒜_x(S) − x̂*_S‖² + μ_y‖𝒜_y(S) − ŷ*_S‖² (one run for x and y)",
+                gap_per_failure=L * L / (2.0 * mu * n * n),
+                gap_power=1,
+                problem="min_{x∈𝒳} max_{y∈𝒴} (1/n) Σ f(x, y; ξ_i)",
+            )
+            for var, mu_var, dim in (("x", p.mu_x, p.d_x), ("y", p.mu_y, p.d_y))
+        )
+        return Mechanism(cls, 1, n, 0, None, pair, z)
+
+    K = p.phases if p.phases is not None else default_phases(n)
+    nbar = n // K
+    mu = p.regularization if p.regularization is not None else theorem_regularization(p, z, K)
+    out: list[PlannedRelease] = []
+    for k in range(1, K + 1):
+        mu_k = mu * 2.0**k
+        phase: dict[str, Any] = {"phase": k, "block": ((k - 1) * nbar, k * nbar), "mu_k": mu_k}
+        block = f"(1/n̄) Σ_{{i∈S_{k}}} f"
+        if cls == "convex":
+            out.append(
+                release(
+                    f"phase {k}: x̃_{k} (Algorithm 2)",
+                    "Algorithm 2",
+                    4.0 * L / (mu_k * nbar),
+                    accuracy_required=L / (mu_k * nbar),
+                    accuracy_measure="‖x_k − x̂*_k‖",
+                    gap_per_failure=L * L / (2.0 * mu_k * nbar * nbar),
+                    gap_power=2,
+                    problem=f"min_{{x∈𝒳}} {block}(x; ξ_i) + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
+                    **phase,
+                )
+            )
+        elif cls == "c-c":
+            for algorithm, var, dim, regularisers, measure in (
+                (
+                    "Algorithm 4",
+                    "x",
+                    p.d_x,
+                    f"(μ_{k}/2)‖x − x̃_{k - 1}‖² − (μ/2)‖y‖²",
+                    "μ_k‖x_k − x̂*_k‖² + μ‖y_k − ŷ*_k‖²",
+                ),
+                (
+                    "Algorithm 5",
+                    "y",
+                    p.d_y,
+                    f"(μ/2)‖x‖² − (μ_{k}/2)‖y − ỹ_{k - 1}‖²",
+                    "μ‖x_k − x̂*_k‖² + μ_k‖y_k − ŷ*_k‖²",
+                ),
+            ):
+                out.append(
+                    release(
+                        f"phase {k}: {var}̃_{k} ({algorithm})",
+                        algorithm,
+                        4.0 * L / (nbar * math.sqrt(mu_k * mu)),
+                        variable=var,
+                        dimension=dim,
+                        accuracy_required=L * L / (mu * nbar * nbar),
+                        accuracy_measure=measure,
+                        gap_per_failure=L * L / (2.0 * mu * nbar * nbar),
+                        gap_power=1,
+                        problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + {regularisers}",
+                        **phase,
+                    )
+                )
+        else:  # c-sc
+            m_k = min(mu_k, p.mu_y)
+            out.append(
+                release(
+                    f"phase {k}: x̃_{k} (Algorithm 4, C-SC variant)",
+                    "Algorithm 4, C-SC variant",
+                    4.0 * L / (nbar * math.sqrt(mu_k * m_k)),
+                    m_k=m_k,
+                    accuracy_required=L * L / (nbar * nbar * m_k),
+                    accuracy_measure="μ_k‖x_k − x̂*_k‖² + μ_y‖y_k − ŷ*_k‖²",
+                    gap_per_failure=L * L / (2.0 * m_k * nbar * nbar),
+                    gap_power=1,
+                    problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
+                    **phase,
+                )
+            )
+    return Mechanism(cls, K, nbar, n - K * nbar, mu, tuple(out), z)
+
+
+def expected_gap(release: PlannedRelease, probability: float) -> float:
+    """γ(p): reaching E[suboptimality (or duality gap)] ≤ γ gives the accuracy w.p. ≥ 1 − p (Markov; spec §2).
+
+    Alg. 1/2: E‖𝒜 − x̂‖ ≤ √(2γ/μ) ⇒ γ = p²L²/(2μn²); minimax: E[weighted] ≤ 2γ (Lemma B.1) ⇒ γ = p·need/2."""
+    return release.gap_per_failure * probability**release.gap_power
+
+
+def certified_accuracy(release: PlannedRelease, probability: float) -> float:
+    """The "2γ level" p·need: certifying it deterministically gives privacy with p = 0 and the utility bounds."""
+    return probability * release.accuracy_required
