@@ -16,21 +16,18 @@ from scipy import optimize, stats
 
 from accountants import registry
 from accountants.errors import CalibrationError, ParameterError, UnsupportedAccountantError
-from accountants.families.dp_bilevel import (
-    BilevelParams,
-    _measured,
+from accountants.families.dp_bilevel.paper import minimum_batch, paper_chain, paper_split
+from accountants.families.dp_bilevel.params import BilevelParams
+from accountants.families.dp_bilevel.plan import inner_multiplier
+from accountants.families.dp_bilevel.problems import (
     _quadratic_data,
     _quadratic_forms,
     _ridge_constants,
     _ridge_data,
     _ridge_hyper,
-    _simulate,
-    error_budget,
-    inner_multiplier,
-    minimum_batch,
-    paper_chain,
-    paper_split,
 )
+from accountants.families.dp_bilevel.simulate import _measured, _simulate
+from accountants.families.dp_bilevel.utility import error_budget
 from accountants.verification import block_rng, block_sizes, run_block, summarize
 
 FAMILY = registry.get("dp-bilevel")
@@ -198,7 +195,7 @@ def test_rdp_and_best_beat_the_corrected_split(params, eps, delta):
 
 
 def test_lemma_inverses_match_the_spec_formulas():
-    from accountants.families.dp_bilevel import (
+    from accountants.families.dp_bilevel.paper import (
         advanced_composition,
         advanced_composition_inverse,
         amplify,

@@ -1,0 +1,289 @@
+"""The dp-bilevel family behind the registry's protocol."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ... import validation as check
+from ...conversions import order_grid
+from ...errors import CalibrationError, ParameterError
+from ...params import ParamsModel, resolve_noise_multiplier
+from ...plans import MechanismPlan
+from ...registry import AlgorithmFamily, BoundInfo, register
+from ...reports import (
+    CalibrationReport,
+    PrivacyReport,
+    UtilityReport,
+    choose_accountant,
+)
+from .paper import _safe_split, paper_chain
+from .params import ALGORITHM_ID, SOURCE, BilevelParams
+from .plan import inner_multiplier, mechanisms
+from .privacy import (
+    _calibration_results,
+    _choose_calibration,
+    _notes,
+    _paper_calibration,
+    _privacy_results,
+    _refuse_small_batches,
+    _split_warnings,
+    rdp_event,
+)
+from .text import _conventions, _noise, _releases
+from .utility import utility_report
+
+# -- the family ------------------------------------------------------------------------------------------------------
+
+
+@register
+class DpBilevel(AlgorithmFamily):
+    id = ALGORITHM_ID
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 100000,
+        "dimension_x": 10,
+        "dimension_y": 10,
+        "steps": 100,
+        "inner_steps": 1000,
+        "inner_rounds": 2,
+        "regularization": 20.0,
+        "stepsize": 0.25,
+        "strong_convexity": 1.0,
+        "lipschitz_f": 5.0,
+        "smoothness_f": 1.0,
+        "lipschitz_g": 6.0,
+        "smoothness_g": 2.0,
+        "hessian_lipschitz_g": 0.0,
+        "noise_multiplier": 60.0,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 100000,
+            "dimension_x": 2,
+            "dimension_y": 2,
+            "steps": 10,
+            "inner_steps": 100,
+            "regularization": 20.0,
+            "stepsize": 0.25,
+            "strong_convexity": 1.0,
+            "lipschitz_f": 5.0,
+            "smoothness_f": 1.0,
+            "lipschitz_g": 6.0,
+            "smoothness_g": 2.0,
+            "hessian_lipschitz_g": 0.0,
+        },
+        "delta": 1e-05,
+        "target_epsilon": 2.0,
+        "trials": 128,
+        "seed": 11,
+    }
+    title = "Differentially private bilevel optimization (penalty method, full batch and mini-batch)"
+    summary = (
+        "First-order DP bilevel optimization (hyperparameter tuning, meta-learning): each outer step runs two private "
+        "inner solvers (localized noisy GD/SGD) and releases a Gaussian-noised penalty hypergradient. Three Gaussian "
+        "mechanisms per outer step, accounted by the paper's chain of lemmas (its printed budget split and the "
+        "corrected one), in Rényi DP, and exactly by Gaussian DP for full batches; predicted hypergradient norms."
+    )
+    source = f"{SOURCE}: Algorithms 1–4, Lemmas 2.1–2.3, 4.3–4.5, Proposition 4.6, Theorems 4.1, 5.1, 6.1, 8.2, A.1"
+    params_model = BilevelParams
+    accountants = ("rdp", "tight", "paper")
+    accountant_notes = MappingProxyType({})
+    noise_fields = ("noise_multiplier",)
+    assumptions = (
+        "Assumptions 2.5 and 2.6: f, g smooth; g(x, ·) μ_g-strongly convex; per-sample Lipschitz constants L₀^f "
+        "(jointly) and L₀^g (in y, over the domain of interest 𝒴).",
+        "Per-sample inner gradients are clipped at their Lipschitz constants (L₀^g, L₀^f + λL₀^g), per-sample penalty "
+        "hypergradients at G (outer_clip_norm): the sensitivities 2L/n, 2G/n then hold deterministically; where the "
+        "assumptions hold, clipping never acts (spec §2.6 items 4–5).",
+        "Neighbouring datasets differ in one record (replace-one, Section 2); n is public.",
+        "Every iterate and inner iterate may be released; the output rule argmin_t ‖x_{t+1} − x_t‖ is post-processing.",
+        "Mini-batch: batches drawn independently at every step, without replacement by default (the paper draws with "
+        "replacement; only its own statement covers that).",
+    )
+    bounds = (
+        BoundInfo(
+            "Paper chain with the printed split ε/√(18T), δ/(3(T+1)) and the corrected split",
+            "privacy",
+            f"{SOURCE}, Lemmas 2.1–2.3, proofs of Theorems 4.1 and 5.1 (erratum: the printed split totals "
+            "ε√(ln((T+1)/δ)) + ε², spec §3.4)",
+            (
+                "every Gaussian ε̃ < 1 (Lemma 2.2)",
+                "per-step ε_it < 1 (Lemma 2.1)",
+                "mini-batch: batches at least the minimum the Theorem 5.1 argument needs",
+            ),
+            "paper",
+        ),
+        BoundInfo(
+            "Rényi composition of the Gaussian releases",
+            "privacy",
+            "Mironov 2017, Prop. 7 (not in seed 003, spec §3.6)",
+            ("variant = full-batch",),
+            "rdp",
+        ),
+        BoundInfo(
+            "Rényi DP of the Gaussian on batches drawn without replacement",
+            "privacy",
+            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
+            ("variant = mini-batch", "sampling = without-replacement"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Gaussian-DP composition, analytic Gaussian (exact)",
+            "privacy",
+            "Dong, Roth & Su 2019; Balle & Wang 2018, Thm. 8",
+            ("variant = full-batch",),
+            "tight",
+        ),
+        BoundInfo(
+            "Explicit hypergradient bound ‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T)",
+            "utility",
+            f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 4.4 (first step), Lemma 4.3(i) explicit",
+            ("noise given", "initial_suboptimality given", "stepsize ≤ 1/(2·smoothness of L*_λ)", "λ ≥ λ_min"),
+        ),
+        BoundInfo(
+            "Inner solver accuracy (explicit localisation radius)",
+            "utility",
+            f"{SOURCE}, Theorems 8.2/A.1 (explicit radius of spec §4.1, reconstructed)",
+            ("noise given",),
+        ),
+        BoundInfo(
+            "Theorem 4.1 / 5.1 rates (corrected K₂ = Δ_F^{1/6}ℓ^{5/6}κ^{11/6}, K₃/√b_out) and as printed",
+            "utility",
+            f"{SOURCE}, Theorems 4.1, 5.1 (errata §6 items 8, 9)",
+            ("epsilon and initial_suboptimality given", "α ≤ ℓκ³·min{1/(2κ), L₀^g/L₀^f, L₁^g/L₁^f, Δ_F/(ℓκ)}"),
+        ),
+        BoundInfo(
+            "Theorem 6.1 rate (population hypergradient)",
+            "utility",
+            f"{SOURCE}, Theorem 6.1 (K₁ with ℓ^{{3/4}}, erratum §6 item 10)",
+            ("epsilon and initial_suboptimality given",),
+        ),
+    )
+
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
+        """Per outer step 2K inner Gaussian steps and one outer release, T times, under replace-one; None for
+        batches drawn with replacement (no event describes them)."""
+        p: BilevelParams = self.parse(params)
+        if p.mini and p.batch_sampling == "with-replacement":
+            return None
+        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
+        return MechanismPlan(rdp_event(p, z, inner_multiplier(p, z)), "replace-one")
+
+    # -- privacy ---------------------------------------------------------------------------------------------------
+
+    def _privacy(
+        self,
+        params: Mapping[str, Any] | BilevelParams,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
+    ) -> PrivacyReport:
+        p: BilevelParams = self.parse(params)
+        self.check_accountant(accountant)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders)
+        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
+        z_in = inner_multiplier(p, z)
+        results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
+        chosen = choose_accountant(results, accountant)
+        if not math.isfinite(chosen.epsilon):  # type: ignore[arg-type]
+            raise ParameterError.single(
+                "noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value"
+            )
+        chain = paper_chain(p, z, z_in, d)
+        warnings = list(conversion.warnings if conversion is not None else ()) + _notes(p)
+        if not chain.valid:
+            warnings.append("the paper's chain does not apply at this noise: " + "; ".join(chain.problems))
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=chosen.epsilon,  # type: ignore[arg-type]
+            delta=d,
+            accountant=chosen.name,
+            optimal_order=next((r.optimal_order for r in results if r.name == "rdp"), None),
+            rdp=curve,
+            accountants=tuple(results),
+            noise=_noise(p, z, z_in),
+            conventions=_conventions(p, z_in),
+            warnings=tuple(warnings),
+            releases=_releases(p, z, z_in, chain),
+        )
+
+    # -- calibration -----------------------------------------------------------------------------------------------
+
+    def _calibrate(
+        self,
+        params: Mapping[str, Any] | BilevelParams,
+        target_epsilon: float,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+    ) -> CalibrationReport:
+        p: BilevelParams = self.parse(params)
+        self.check_accountant(accountant)
+        target = check.positive("target_epsilon", target_epsilon)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders)
+        notes: list[str] = []
+        if p.inner_noise_multiplier is not None:
+            notes.append(
+                f"inner_noise_multiplier = {p.inner_noise_multiplier:.6g} was kept fixed: only noise_multiplier "
+                "(the outer release) was calibrated, against what the inner solves leave of the budget"
+            )
+        printed = _safe_split(p, target, d, "printed")
+        corrected = _safe_split(p, target, d, "corrected")
+        _refuse_small_batches(p, corrected)
+
+        results = _calibration_results(p, target, d, grid, corrected)
+        if not any(r.applicable for r in results):
+            raise CalibrationError(
+                f"no accountant can meet ε = {target:.6g} at δ = {d:.3g}: "
+                + "; ".join(dict.fromkeys(f"{r.name}: {r.reason}" for r in results))
+            )
+        chosen = _choose_calibration(results, accountant)
+        z = chosen.noise_multiplier
+        z_in = corrected.inner_noise_multiplier if chosen.name == "paper" else inner_multiplier(p, z)  # type: ignore[arg-type]
+        update = {"noise_multiplier": z} | ({"inner_noise_multiplier": z_in} if chosen.name == "paper" else {})
+        calibrated = p.model_copy(update=update)
+        report = self.privacy(calibrated, d, "best" if chosen.name != "paper" else "paper", grid)
+        if chosen.name == "paper" and p.inner_noise_multiplier is None:
+            notes.append(
+                f"the paper's split sets the inner noise too: pass inner_noise_multiplier = {z_in:.6g} with "
+                f"noise_multiplier = {z:.6g} to reproduce this calibration"
+            )
+        paper = _paper_calibration(p, target, d, printed, corrected)
+        notes.extend(_split_warnings(p, target, d, printed, corrected, paper))
+        utility = self.utility(calibrated.model_copy(update={"epsilon": min(max(target, 1e-12), 1e4)}))
+        return CalibrationReport(
+            algorithm=self.id,
+            target_epsilon=target,
+            delta=d,
+            noise_multiplier=z,
+            noise_std=z * mechanisms(p)[2].sensitivity,  # type: ignore[operator]
+            epsilon=chosen.epsilon,  # type: ignore[arg-type]
+            accountant=chosen.name,
+            optimal_order=chosen.optimal_order,
+            rdp=report.rdp,
+            accountants=tuple(results),
+            noise=report.noise,
+            conventions=report.conventions,
+            utility=utility,
+            utility_reason=None if utility.bounds else utility.reason,
+            paper=paper,
+            paper_reason=None,
+            calibrated_parameter="noise_multiplier",
+            calibrated_value=z,  # type: ignore[arg-type]
+            warnings=tuple(notes + [w for w in report.warnings if w not in notes]),
+            releases=report.releases,
+            recommended=utility.recommended,
+        )
+
+    # -- utility ---------------------------------------------------------------------------------------------------
+
+    def utility(self, params: Mapping[str, Any] | BilevelParams) -> UtilityReport:
+        p: BilevelParams = self.parse(params)
+        return utility_report(p)
