@@ -1,0 +1,222 @@
+"""The dp-sgd-last-iterate family behind the registry's protocol."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ... import validation as check
+from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
+from ...errors import ParameterError
+from ...registry import AlgorithmFamily, BoundInfo, register
+from ...reports import (
+    AccountantResult,
+    CalibrationReport,
+    PrivacyReport,
+    RdpCurve,
+    UtilityReport,
+)
+from .bounds import bounds_for
+from .paper import corollary_c2
+from .params import SOURCE, LastIterateParams, _steps
+from .text import _METHOD, _best, _bound_results, _conventions, _noise, _noise_multiplier, _order, _sigma, _warnings
+
+# -- the family ------------------------------------------------------------------------------------------------------
+
+_TIGHT_REASON = (
+    "the seed-004 bounds control Rényi divergences only (shifted-divergence analysis); converting them through "
+    "privacy-loss distributions or Gaussian DP is unjustified (spec §4), so only the rdp conversion applies"
+)
+_PAPER_REASON = (
+    "seed 004 states Rényi bounds, not (ε, δ): its statements are what the rdp accountant converts; its own "
+    "calibration, Corollary C.2, is reported by /v1/calibrate"
+)
+_UTILITY_REASON = (
+    "seed 004 proves no utility or convergence bound for Algorithm 1; verification jobs measure utility on "
+    "synthetic problems"
+)
+
+
+@register
+class DpSgdLastIterate(AlgorithmFamily):
+    id = "dp-sgd-last-iterate"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 10000,
+        "batch_size": 10,
+        "steps": 100000,
+        "stepsize": 1e-05,
+        "clip_norm": 10.0,
+        "smoothness": 1.0,
+        "weak_convexity": 100.0,
+        "clipping": "inactive",
+        "noise_multiplier": 1.0,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {
+            "dataset_size": 20,
+            "batch_size": 2,
+            "steps": 50,
+            "stepsize": 0.1,
+            "clip_norm": 1.0,
+            "smoothness": 1.0,
+            "weak_convexity": 0.0,
+            "clipping": "inactive",
+            "noise_multiplier": 2.0,
+        },
+        "delta": 1e-05,
+        "checks": ["utility", "privacy-audit"],
+        "trials": 2000,
+        "seed": 7,
+    }
+    title = "Cyclic, clipped, last-iterate DP-SGD (nonconvex composite losses)"
+    summary = (
+        "DP-SGD traversing the data in a fixed order in disjoint batches, clipping per-example gradients, taking a "
+        "proximal step, and releasing only the last iterate. Closed-form Rényi bounds of seed 004 (Theorems 2.2, "
+        "2.3, Corollary C.3), minimised with the composition bound, which covers every iterate."
+    )
+    source = f"{SOURCE}: Theorems 2.2 and 2.3, Corollaries C.2 and C.3"
+    params_model = LastIterateParams
+    accountants = ("rdp",)
+    accountant_notes = MappingProxyType({"tight": _TIGHT_REASON, "paper": _PAPER_REASON})
+    noise_fields = ("noise_multiplier", "noise_std")
+    assumptions = (
+        "(A1) h is convex, proper and lower-semicontinuous (handled by the prox step).",
+        "(A2)/(A3) every f_i and its neighbour satisfy −(m/2)‖x−y‖² ≤ f_i(x) − f_i(y) − ⟨∇f_i(y), x−y⟩ ≤ (M/2)‖x−y‖².",
+        "Batches are the fixed cyclic order of Algorithm 1; neighbours swap one record at the same slot.",
+        "Only X_T is released (the composition bound also covers releasing every iterate).",
+    )
+    bounds = (
+        BoundInfo(
+            "Theorem 2.2 (bounded domain)",
+            "privacy",
+            f"{SOURCE}, Theorem 2.2",
+            ("diameter given", "stepsize ≤ 1/(2(M+m)) (√2·L_λ, clipping active) or ≤ 1/(M+m) (L_λ, clipping inactive)"),
+            "rdp",
+        ),
+        BoundInfo("Theorem 2.3, eq. (17)", "privacy", f"{SOURCE}, Theorem 2.3", ("stepsize ≤ 1/(2(M+m))",), "rdp"),
+        BoundInfo(
+            "Theorem 2.3, eq. (19)",
+            "privacy",
+            f"{SOURCE}, Theorem 2.3",
+            ("clipping = inactive (condition 18)", "stepsize ≤ 1/(M+m)"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Corollary C.3",
+            "privacy",
+            f"{SOURCE}, Corollary C.3",
+            ("clipping = inactive", "stepsize ≤ min(1/√E, 1/(2(M+m)))"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Composition (swap adjacency)", "privacy", "Gaussian mechanism per use of the record", ("always",), "rdp"
+        ),
+        BoundInfo(
+            "Corollary C.2 calibration (corrected σ̄, erratum 8)",
+            "privacy",
+            f"{SOURCE}, Corollary C.2",
+            ("clipping = inactive", "m > 0", "stepsize = 1/(2(M+m))", "ℓ ≥ log 2 / log(1 + m/(2(M+m)))"),
+            "paper",
+        ),
+    )
+
+    def _privacy(
+        self,
+        params: Mapping[str, Any] | LastIterateParams,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
+    ) -> PrivacyReport:
+        p: LastIterateParams = self.parse(params)
+        self.check_accountant(accountant)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders)
+        z = _noise_multiplier(p)
+        steps, rule = _steps(p)
+        found = bounds_for(p, steps)
+        best = _best(found)
+        rho = best.coefficient / (z * z)  # type: ignore[operator]
+        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
+        if not math.isfinite(epsilon):
+            raise ParameterError.single("noise_multiplier", "is too small for a finite ε bound", "a larger value")
+        results = [
+            AccountantResult("rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha)),
+            AccountantResult("tight", False, reason=_TIGHT_REASON),
+            AccountantResult("paper", False, reason=_PAPER_REASON),
+        ]
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=epsilon,
+            delta=d,
+            accountant="rdp",
+            optimal_order=_order(alpha),
+            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            warnings=tuple(_warnings(p, found, best)),
+            bounds=tuple(_bound_results(found, best, z, d, grid)),
+        )
+
+    def _calibrate(
+        self,
+        params: Mapping[str, Any] | LastIterateParams,
+        target_epsilon: float,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+    ) -> CalibrationReport:
+        p: LastIterateParams = self.parse(params)
+        self.check_accountant(accountant)
+        target = check.positive("target_epsilon", target_epsilon)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders)
+        notes: list[str] = []
+        steps, rule = _steps(p)
+        found = bounds_for(p, steps)
+        best = _best(found)
+        # every bound is K·α/z²: solve the conversion for ρ exactly, then z = √(K/ρ), checked one-sided
+        rho_target = linear_rdp_for_epsilon(target, d)
+        z = math.sqrt(best.coefficient / rho_target)  # type: ignore[operator]
+        while epsilon_for_linear_rdp(best.coefficient / (z * z), d)[0] > target:  # type: ignore[operator]
+            z = math.nextafter(z, math.inf)
+        rho = best.coefficient / (z * z)  # type: ignore[operator]
+        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
+        results = [
+            AccountantResult(
+                "rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha), noise_multiplier=z
+            ),
+            AccountantResult("tight", False, reason=_TIGHT_REASON),
+            AccountantResult("paper", False, reason=_PAPER_REASON),
+        ]
+        return CalibrationReport(
+            algorithm=self.id,
+            target_epsilon=target,
+            delta=d,
+            noise_multiplier=z,
+            noise_std=_sigma(p, z),
+            epsilon=epsilon,
+            accountant="rdp",
+            optimal_order=_order(alpha),
+            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            utility=None,
+            utility_reason=_UTILITY_REASON,
+            paper=corollary_c2(p, steps, alpha, rho * alpha, d),
+            paper_reason=None,
+            calibrated_parameter="noise_multiplier",
+            calibrated_value=z,
+            warnings=tuple(notes + _warnings(p, found, best)),
+            bounds=tuple(_bound_results(found, best, z, d, grid)),
+        )
+
+    def utility(self, params: Mapping[str, Any] | LastIterateParams) -> UtilityReport:
+        self.parse(params)
+        return UtilityReport(self.id, (), _UTILITY_REASON)
