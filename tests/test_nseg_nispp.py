@@ -12,8 +12,8 @@ from scipy.stats import norm
 
 from accountants.errors import ParameterError, UnsupportedAccountantError
 from accountants.events import GaussianEvent, PoissonSampledEvent
-from accountants.families.nispp import Nispp, NisppParams, inner_iterations
-from accountants.families.nseg import Nseg
+from accountants.families.seed000.nispp import Nispp, NisppParams, inner_iterations
+from accountants.families.seed000.nseg import Nseg
 from accountants.rdp import RdpAccountant
 from accountants.verification import block_sizes, run_block, summarize
 

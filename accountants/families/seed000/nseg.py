@@ -32,13 +32,11 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .. import noisy_vi
-from ..errors import FieldIssue, ParameterError
-from ..noisy_vi import NoisyReleases, PaperStatement
-from ..params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
-from ..plans import MechanismPlan
-from ..registry import AlgorithmFamily, BoundInfo, register
-from ..reports import (
+from ...errors import FieldIssue, ParameterError
+from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...plans import MechanismPlan
+from ...registry import AlgorithmFamily, BoundInfo, register
+from ...reports import (
     Assumption,
     CalibrationReport,
     Conventions,
@@ -49,18 +47,33 @@ from ..reports import (
     UtilityBound,
     UtilityReport,
 )
-from ..synthetic.bilinear import BilinearProblem
-from ..verification import Plan
+from ...synthetic.bilinear import BilinearProblem
+from ...verification import Plan
+from .accounting import account, calibrate
+from .answers import calibration_report, finite_bounds, privacy_report, resolve_multiplier
+from .fields import (
+    MAX_COUNT,
+    MAX_STEPS,
+    BilinearProblemSettings,
+    common_issues,
+    dataset_size_field,
+    diameter_field,
+    dimension_field,
+    lipschitz_field,
+    sampling_field,
+    sampling_notes,
+    smoothness_field,
+)
+from .releases import NoisyReleases, PaperStatement, gaussian_mechanism_statement, moments_statement
+from .simulate import BatchSource, BilinearSimulator
 
-MAX_COUNT = noisy_vi.MAX_COUNT
-MAX_STEPS = noisy_vi.MAX_STEPS
 SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
 
 
 class NsegParams(ParamsModel):
     """Hyperparameters of NSEG (seed 000, Algorithm 1)."""
 
-    dataset_size: Count = noisy_vi.dataset_size_field()
+    dataset_size: Count = dataset_size_field()
     batch_size: Count = param(
         "Records per operator evaluation (the expected number under Poisson sampling).",
         symbol="B",
@@ -82,11 +95,11 @@ class NsegParams(ParamsModel):
         example=500,
         default=None,
     )
-    sampling: Literal["poisson", "uniform"] = noisy_vi.sampling_field()
-    lipschitz: float = noisy_vi.lipschitz_field()
-    smoothness: float = noisy_vi.smoothness_field()
-    diameter: float = noisy_vi.diameter_field()
-    dimension: Count = noisy_vi.dimension_field()
+    sampling: Literal["poisson", "uniform"] = sampling_field()
+    lipschitz: float = lipschitz_field()
+    smoothness: float = smoothness_field()
+    diameter: float = diameter_field()
+    dimension: Count = dimension_field()
     stepsize: float | None = param(
         "Step size γ. Default: Corollary 1's (single pass) or Theorem 4's (multi pass) recommendation.",
         symbol="γ",
@@ -117,7 +130,7 @@ class NsegParams(ParamsModel):
     )
 
     def check(self) -> list[FieldIssue]:
-        issues = noisy_vi.common_issues(self)
+        issues = common_issues(self)
         n, b = self.dataset_size, self.batch_size
         if self.passes == "single" and b <= n:
             if self.steps is None and 2 * b > n:
@@ -172,9 +185,9 @@ class NsegParams(ParamsModel):
 def paper_statement(p: NsegParams) -> PaperStatement:
     """Prop. 5 (single pass) or Prop. 7 through Theorem 1 with the paper's K = T (multi pass), in z units."""
     if p.passes == "single":
-        return noisy_vi.gaussian_mechanism_statement(f"{SOURCE}, Proposition 5 (Prop. 3 + parallel composition)")
+        return gaussian_mechanism_statement(f"{SOURCE}, Proposition 5 (Prop. 3 + parallel composition)")
     steps, q = p.steps_and_rule()[0], p.batch_size / p.dataset_size
-    return noisy_vi.moments_statement(
+    return moments_statement(
         f"{SOURCE}, Proposition 7 (Theorem 1 with K = T = {steps})",
         "z = √2·q·√(T ln(1/η))/ε (Theorem 1, K = T)",
         lambda d: math.sqrt(2.0) * q * math.sqrt(steps * math.log(1.0 / d)),
@@ -377,9 +390,9 @@ class Nseg(AlgorithmFamily):
     )
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The noisy operator evaluations a record is exposed to (:meth:`noisy_vi.NoisyReleases.plan`)."""
+        """The noisy operator evaluations a record is exposed to (:meth:`NoisyReleases.plan`)."""
         p: NsegParams = self.parse(params)
-        return p.releases().plan(noisy_vi.resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity))
+        return p.releases().plan(resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity))
 
     def _privacy(
         self,
@@ -391,11 +404,9 @@ class Nseg(AlgorithmFamily):
     ) -> PrivacyReport:
         p: NsegParams = self.parse(params)
         self.check_accountant(accountant)
-        z = noisy_vi.resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
-        answer = noisy_vi.account(p.releases(), z, delta, paper_statement(p), accountant, orders, refine)
-        return noisy_vi.privacy_report(
-            self.id, answer, delta, _noise(p, z), _conventions(p), _releases(p, z), _notes(p)
-        )
+        z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
+        answer = account(p.releases(), z, delta, paper_statement(p), accountant, orders, refine)
+        return privacy_report(self.id, answer, delta, _noise(p, z), _conventions(p), _releases(p, z), _notes(p))
 
     def _calibrate(
         self,
@@ -408,7 +419,7 @@ class Nseg(AlgorithmFamily):
         p: NsegParams = self.parse(params)
         self.check_accountant(accountant)
         notes = list(_notes(p))
-        answer, paper = noisy_vi.calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
+        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
         z = answer.noise_multiplier
         sigma = z * p.sensitivity
         utility: UtilityReport | None = None
@@ -416,7 +427,7 @@ class Nseg(AlgorithmFamily):
         applied: list[Recommendation] = []
         try:
             gamma, applied = _stepsize(p, sigma)
-            bounds = noisy_vi.finite_bounds(
+            bounds = finite_bounds(
                 lambda: utility_bounds(p, sigma, gamma) + rate_bounds(p, target_epsilon, delta), _SCALES
             )
             utility = UtilityReport(self.id, tuple(bounds), None, tuple(applied))
@@ -427,7 +438,7 @@ class Nseg(AlgorithmFamily):
             for r in _advice(p, target_epsilon, delta)
             if (r.name, r.value) not in {(a.name, a.value) for a in applied}
         ]
-        return noisy_vi.calibration_report(
+        return calibration_report(
             self.id,
             answer,
             target_epsilon,
@@ -444,10 +455,10 @@ class Nseg(AlgorithmFamily):
 
     def utility(self, params: Mapping[str, Any] | NsegParams) -> UtilityReport:
         p: NsegParams = self.parse(params)
-        z = noisy_vi.resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
+        z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
         sigma = z * p.sensitivity
         gamma, recommended = _stepsize(p, sigma)
-        bounds = noisy_vi.finite_bounds(lambda: utility_bounds(p, sigma, gamma), _SCALES)
+        bounds = finite_bounds(lambda: utility_bounds(p, sigma, gamma), _SCALES)
         return UtilityReport(self.id, tuple(bounds), None, tuple(recommended))
 
 
@@ -490,7 +501,7 @@ def _advice(p: NsegParams, epsilon: float, delta: float) -> list[Recommendation]
     ]
 
 
-def _noise(p: NsegParams, z: float) -> noisy_vi.Noise:
+def _noise(p: NsegParams, z: float) -> Noise:
     return Noise(
         noise_multiplier=z,
         noise_std=z * p.sensitivity,
@@ -537,13 +548,13 @@ def _releases(p: NsegParams, z: float) -> tuple[Release, ...]:
 
 
 def _notes(p: NsegParams) -> list[str]:
-    return noisy_vi.sampling_notes(p.releases(), "uniform indices")
+    return sampling_notes(p.releases(), "uniform indices")
 
 
 # -- simulation ----------------------------------------------------------------------------------------------------
 
 
-class NsegSimulator(noisy_vi.BilinearSimulator):
+class NsegSimulator(BilinearSimulator):
     """NSEG run for real on the bilinear instance; audit of one operator evaluation with a constant-operator canary.
 
     Utility: the strong gap (= SP gap) of the output at the population mean, against Theorem 2 (single pass) or
@@ -551,7 +562,7 @@ class NsegSimulator(noisy_vi.BilinearSimulator):
     Multi pass runs on one dataset of n records per trial, sampled as ``sampling`` says.
     """
 
-    problem_model = noisy_vi.BilinearProblemSettings
+    problem_model = BilinearProblemSettings
     algorithm = "nseg"
 
     def resolve(self, p: NsegParams, sigma: float) -> dict[str, Any]:
@@ -570,7 +581,7 @@ class NsegSimulator(noisy_vi.BilinearSimulator):
         p, resolved = plan.params, plan.problem
         steps, gamma, sigma = resolved["steps"], resolved["stepsize"], resolved["noise_std"]
         d = problem.dimension
-        data = noisy_vi.BatchSource(problem, p, rng, trials)
+        data = BatchSource(problem, p, rng, trials)
         u = np.zeros((trials, d))
         total = np.zeros((trials, d))
         for _ in range(steps):
