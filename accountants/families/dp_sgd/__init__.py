@@ -1,0 +1,31 @@
+"""``dp-sgd``: Poisson-subsampled DP-SGD (Abadi et al. 2016), every iterate released.
+
+Each step clips per-example gradients to L2 norm C, sums a random batch and adds N(0, (z·Δ)² I), where Δ is the
+sensitivity of the clipped sum under the neighbouring relation: Δ = C (add/remove-one), Δ = 2C (replace-one).
+``noise_multiplier`` z is therefore noise std / Δ, and ``noise_std`` = z·Δ. (opacus and TF-Privacy define the
+multiplier as std/C; under replace-one their multiplier is 2z.)
+
+Batches, and the accountant for each:
+
+* ``sampling="poisson"``, add/remove-one: each record joins each batch independently with q = b/n.
+  RDP: Mironov, Talwar & Zhang 2019 (exact, integer and fractional orders). Tight: for q = 1 (full batch) the
+  composition of T Gaussians is one Gaussian with μ = √T/z, exact by the analytic Gaussian (Balle & Wang 2018);
+  for q < 1 the privacy-loss distribution of both add/remove directions, pessimistically discretised and composed
+  by FFT with bounded error (:mod:`accountants.mechanisms.poisson_gaussian_pld`): an upper bound within ~1e-3
+  relative of the exact ε.
+* ``sampling="poisson"``, replace-one: RDP through the dataset without the record (Mironov 2017, Prop. 11, p = 2),
+  conservative.
+* ``sampling="fixed-size"`` (uniformly random batches of exactly b), replace-one only: RDP by Wang, Balle &
+  Kasiviswanathan 2019, Thm. 27. Shuffled or cyclic passes are *not* this: see ``dp-sgd-last-iterate``.
+
+Steps: ``steps`` as given, or from ``epochs`` as ceil(E·n/b) (TF-Privacy's rule, the conservative one; opacus uses
+floor: set ``epoch_rounding="floor"``), computed in exact decimal arithmetic.
+"""
+
+from __future__ import annotations
+
+from .family import DpSgd
+from .params import DpSgdParams, steps_and_rule
+from .simulate import DpSgdProblem, DpSgdSimulator
+
+__all__ = ["DpSgd", "DpSgdParams", "DpSgdProblem", "DpSgdSimulator", "steps_and_rule"]

@@ -1,0 +1,241 @@
+"""The dp-sgd family behind the registry's protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ... import validation as check
+from ...calibration import calibrate_rdp
+from ...conversions import order_grid
+from ...mechanisms.gaussian import gaussian_noise_multiplier
+from ...params import ParamsModel
+from ...plans import MechanismPlan
+from ...registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
+from ...reports import (
+    AccountantResult,
+    CalibrationReport,
+    PrivacyReport,
+    UtilityReport,
+    choose_accountant,
+)
+from .params import DpSgdParams, steps_and_rule
+from .privacy import (
+    _NOT_ASKED,
+    _PAPER_REASON,
+    _UTILITY_REASON,
+    _event,
+    _rdp_accountant,
+    _rdp_method,
+    _rdp_result,
+    _tight_calibration,
+    _tight_not_applicable,
+    _tight_result,
+)
+from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _require_finite
+
+
+@register
+class DpSgd(AlgorithmFamily):
+    id = "dp-sgd"
+    example: ClassVar[Mapping[str, Any]] = {
+        "dataset_size": 60000,
+        "batch_size": 256,
+        "epochs": 60,
+        "noise_multiplier": 1.1,
+    }
+    job_example: ClassVar[Mapping[str, Any] | None] = {
+        "params": {"dataset_size": 1000, "batch_size": 1000, "steps": 10},
+        "delta": 1e-05,
+        "target_epsilon": 3.0,
+        "checks": ["privacy-audit"],
+        "trials": 20000,
+        "seed": 1,
+    }
+    title = "Poisson-subsampled DP-SGD"
+    summary = (
+        "Noisy clipped SGD on random batches (Abadi et al. 2016) with every iterate released: the baseline that "
+        "dp_accounting and opacus account for, with Poisson or fixed-size batches and either neighbouring relation."
+    )
+    source = (
+        "Abadi et al. 2016 (DP-SGD); Mironov, Talwar & Zhang 2019 (RDP of the sampled Gaussian); Wang, Balle & "
+        "Kasiviswanathan 2019, Thm. 27 (fixed-size batches); Balle & Wang 2018, Thm. 8 (analytic Gaussian)"
+    )
+    params_model = DpSgdParams
+    accountants = ("rdp", "tight")
+    noise_fields = ("noise_multiplier", "noise_std")
+    assumptions = (
+        "Per-example gradients are clipped to L2 norm clip_norm before summation.",
+        "Batches are drawn as declared in `sampling` (Poisson or uniformly random fixed-size); shuffled or cyclic "
+        "passes are not covered by this accounting.",
+        "Every iterate may be released (no hidden-state amplification is assumed).",
+    )
+    bounds = (
+        BoundInfo(
+            "RDP of the Poisson-subsampled Gaussian",
+            "privacy",
+            "Mironov, Talwar & Zhang 2019, §3.3",
+            ("sampling = poisson", "neighbouring = add-remove"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Weak triangle inequality through the dataset without the record",
+            "privacy",
+            "Mironov 2017, Prop. 11 (p = 2)",
+            ("sampling = poisson", "neighbouring = replace-one"),
+            "rdp",
+        ),
+        BoundInfo(
+            "RDP of the Gaussian on a batch sampled without replacement",
+            "privacy",
+            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
+            ("sampling = fixed-size", "neighbouring = replace-one"),
+            "rdp",
+        ),
+        BoundInfo(
+            "Privacy-loss distribution of the Poisson-subsampled Gaussian",
+            "privacy",
+            "Doroshenko et al. 2022 (connect-the-dots); Koskela, Jälkö & Honkela 2020 (FFT composition)",
+            ("sampling = poisson", "neighbouring = add-remove", "δ above the distribution's atom at +∞"),
+            "tight",
+        ),
+        BoundInfo(
+            "Analytic Gaussian (exact) for full-batch training",
+            "privacy",
+            "Balle & Wang 2018, Thm. 8",
+            ("batch_size = dataset_size",),
+            "tight",
+        ),
+    )
+
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""
+        p: DpSgdParams = self.parse(params)
+        steps, _ = steps_and_rule(p)
+        return MechanismPlan(_event(p, _noise_multiplier(p), steps), p.neighbouring, description=_rdp_method(p))
+
+    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
+        """Heavy exactly where a privacy-loss distribution is built: Poisson batches under add/remove-one below full
+        batch, when the tight accountant is asked for (``tight``, or ``best``, which needs its value)."""
+        p: DpSgdParams = self.parse(params)
+        builds_pld = p.batch_size < p.dataset_size and _tight_not_applicable(p) is None
+        asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
+        return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
+
+    # -- privacy ---------------------------------------------------------------------------------------------------
+
+    def _privacy(
+        self,
+        params: Mapping[str, Any] | DpSgdParams,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
+    ) -> PrivacyReport:
+        p: DpSgdParams = self.parse(params)
+        self.check_accountant(accountant)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders, default=None)
+        z = _noise_multiplier(p)
+        steps, rule = steps_and_rule(p)
+        warnings: list[str] = []
+
+        conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, grid, refine)
+        _require_finite(conversion.value, "noise_multiplier")
+        warnings += conversion.warnings
+        tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
+        results = [_rdp_result(p, conversion), tight]
+        results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+
+        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=chosen.epsilon,
+            delta=d,
+            accountant=chosen.name,
+            optimal_order=conversion.optimal_order,
+            rdp=_curve(conversion),
+            accountants=tuple(results),
+            noise=_noise(p, z),
+            conventions=_conventions(p, steps, rule),
+            warnings=tuple(warnings + _notes(p)),
+        )
+
+    # -- calibration -----------------------------------------------------------------------------------------------
+
+    def _calibrate(
+        self,
+        params: Mapping[str, Any] | DpSgdParams,
+        target_epsilon: float,
+        delta: float,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+    ) -> CalibrationReport:
+        p: DpSgdParams = self.parse(params)
+        self.check_accountant(accountant)
+        target = check.positive("target_epsilon", target_epsilon)
+        d = check.delta("delta", delta)
+        grid = order_grid(orders, default=None)
+        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid), ())
+
+    def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
+        self.parse(params)
+        return UtilityReport(self.id, (), _UTILITY_REASON)
+
+
+@lru_cache(maxsize=512)
+def _calibrate_cached(
+    family: DpSgd,
+    p: DpSgdParams,
+    target: float,
+    d: float,
+    accountant: str,
+    grid: tuple[float, ...] | None,
+    warnings: tuple[str, ...],
+) -> CalibrationReport:
+    steps, rule = steps_and_rule(p)
+    orders = None if grid is None else np.array(grid)
+    rdp = _rdp_accountant(p)
+    results: list[AccountantResult] = []
+
+    full_batch = p.batch_size == p.dataset_size
+    z_gaussian = gaussian_noise_multiplier(target, d, steps) if full_batch else None
+
+    def curve_of(z: float):
+        return rdp.curve(_event(p, z, steps))
+
+    calibration = calibrate_rdp(curve_of, d, target, orders=orders, initial=z_gaussian or 1.0)
+    results.append(_rdp_result(p, calibration.conversion, calibration.noise))
+    if accountant == "rdp" and not full_batch:
+        results.append(_NOT_ASKED)  # the PLD calibration costs ~10 PLD builds: only where its answer is asked for
+    else:
+        results.append(_tight_calibration(p, target, d, steps, z_gaussian, calibration.noise))
+    results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+
+    chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
+    z = chosen.noise_multiplier
+    conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
+    return CalibrationReport(
+        algorithm=family.id,
+        target_epsilon=target,
+        delta=d,
+        noise_multiplier=z,
+        noise_std=z * p.sensitivity,
+        epsilon=chosen.epsilon,
+        accountant=chosen.name,
+        optimal_order=conversion.optimal_order,
+        rdp=_curve(conversion),
+        accountants=tuple(results),
+        noise=_noise(p, z),
+        conventions=_conventions(p, steps, rule),
+        utility=None,
+        utility_reason=_UTILITY_REASON,
+        paper=None,
+        paper_reason=_PAPER_REASON,
+        calibrated_parameter="noise_multiplier",
+        calibrated_value=z,
+        warnings=warnings + conversion.warnings + tuple(_notes(p)),
+    )

@@ -1,0 +1,169 @@
+"""Hyperparameters of DP-SGD and its step-count convention (steps as given, or ⌈epochs·n/B⌉)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Literal
+
+from ...errors import FieldIssue
+from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+
+MAX_COUNT = 10**12
+
+
+class DpSgdParams(ParamsModel):
+    """Hyperparameters of Poisson-subsampled (or fixed-size-batch) DP-SGD."""
+
+    dataset_size: Count = param(
+        "Number of records in the training set.", symbol="n", unit="records", example=60000, ge=1, le=MAX_COUNT
+    )
+    batch_size: Count = param(
+        "Batch size: the expected batch size under Poisson sampling (sampling rate q = batch_size/dataset_size), "
+        "the exact batch size under fixed-size sampling. At most dataset_size.",
+        symbol="b (q = b/n)",
+        unit="records",
+        example=256,
+        ge=1,
+        le=MAX_COUNT,
+    )
+    steps: bounded_count(1, MAX_COUNT) | None = param(
+        "Number of noisy gradient steps (compositions). Give steps or epochs, not both.",
+        symbol="T",
+        unit="steps",
+        example=14063,
+        default=None,
+    )
+    epochs: float | None = param(
+        "Passes over the data, converted to steps = epoch_rounding(epochs·dataset_size/batch_size). "
+        "Give steps or epochs, not both.",
+        symbol="E",
+        unit="epochs",
+        example=60,
+        gt=0,
+        le=1e6,
+        default=None,
+    )
+    epoch_rounding: Literal["ceil", "floor"] = param(
+        "How epochs become steps: ceil (TF-Privacy; counts a final partial epoch) or floor (opacus).",
+        example="ceil",
+        default="ceil",
+    )
+    noise_multiplier: float | None = param(
+        "Noise std divided by the L2 sensitivity of the clipped sum (clip_norm under add-remove, 2·clip_norm under "
+        "replace-one). Required for privacy accounting (or give noise_std); computed by calibration.",
+        symbol="z (σ in Abadi et al.)",
+        unit="multiples of the sensitivity",
+        example=1.1,
+        ge=NOISE_MULTIPLIER_RANGE[0],
+        le=NOISE_MULTIPLIER_RANGE[1],
+        default=None,
+    )
+    noise_std: float | None = param(
+        "Absolute std of the Gaussian noise added to the summed clipped gradients; an alternative to "
+        "noise_multiplier (noise_multiplier = noise_std / sensitivity).",
+        symbol="zΔ",
+        unit="gradient L2-norm units",
+        example=1.1,
+        gt=0,
+        le=1e18,
+        default=None,
+    )
+    clip_norm: float = param(
+        "Per-example L2 clipping norm; only converts between noise_multiplier and noise_std.",
+        symbol="C",
+        unit="gradient L2-norm units",
+        example=1.0,
+        gt=0,
+        le=1e12,
+        default=1.0,
+    )
+    sampling: Literal["poisson", "fixed-size"] = param(
+        "How batches are drawn: poisson (each record independently with q = b/n) or fixed-size (uniformly random "
+        "subsets of exactly b records, accounted under replace-one only).",
+        example="poisson",
+        default="poisson",
+    )
+    neighbouring: Literal["add-remove", "replace-one"] = param(
+        "Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the "
+        "sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`.",
+        example="add-remove",
+        default="add-remove",
+    )
+
+    def check(self) -> list[FieldIssue]:
+        issues = []
+        if (self.steps is None) == (self.epochs is None):
+            issues.append(
+                FieldIssue(("steps",), "give exactly one of steps and epochs", "exactly one of steps, epochs")
+            )
+        if self.batch_size > self.dataset_size:
+            issues.append(
+                FieldIssue(
+                    ("batch_size",),
+                    "must not exceed dataset_size",
+                    f"an integer in [1, {self.dataset_size}]",
+                    self.batch_size,
+                )
+            )
+        if self.noise_multiplier is not None and self.noise_std is not None:
+            issues.append(
+                FieldIssue(
+                    ("noise_std",),
+                    "give noise_multiplier or noise_std, not both",
+                    "at most one of noise_multiplier, noise_std",
+                )
+            )
+        if self.sampling == "fixed-size" and self.neighbouring != "replace-one":
+            issues.append(
+                FieldIssue(
+                    ("neighbouring",),
+                    "fixed-size batches are accounted under replace-one neighbours only (the dataset size must be "
+                    "public; Wang, Balle & Kasiviswanathan 2019)",
+                    "replace-one (with sampling='fixed-size')",
+                    self.neighbouring,
+                )
+            )
+        if self.epochs is not None and self.steps is None and _steps_from_epochs(self)[0] < 1:
+            issues.append(
+                FieldIssue(
+                    ("epochs",),
+                    "gives zero steps with floor rounding",
+                    "epochs >= batch_size/dataset_size",
+                    self.epochs,
+                )
+            )
+        return issues
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    @property
+    def sensitivity(self) -> float:
+        return self.clip_norm * (2.0 if self.neighbouring == "replace-one" else 1.0)
+
+
+def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
+    exact = Fraction(repr(p.epochs)) * p.dataset_size / p.batch_size
+    steps = math.ceil(exact) if p.epoch_rounding == "ceil" else math.floor(exact)
+    return steps, (
+        f"steps = {p.epoch_rounding}(epochs·dataset_size/batch_size) = {p.epoch_rounding}({p.epochs:g}·"
+        f"{p.dataset_size}/{p.batch_size}) = {steps}"
+    )
+
+
+def steps_and_rule(p: DpSgdParams) -> tuple[int, str]:
+    if p.steps is not None:
+        return p.steps, f"steps as given: {p.steps}"
+    return _steps_from_epochs(p)
+
+
+_SAMPLING_TEXT = {
+    "poisson": "Poisson: each record joins each batch independently with probability q = batch_size/dataset_size",
+    "fixed-size": "fixed-size: each batch is a uniformly random subset of exactly batch_size records",
+}
+_SENSITIVITY_RULE = {
+    "add-remove": "sensitivity = clip_norm (one clipped gradient added or removed)",
+    "replace-one": "sensitivity = 2·clip_norm (one clipped gradient replaced by another)",
+}
