@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -27,6 +27,14 @@ from scipy import stats
 
 from .errors import FieldIssue, ParameterError
 from .params import ParamsModel, parse_params
+
+if TYPE_CHECKING:
+    from .reports import PrivacyReport
+
+PrivacyOf = Callable[[], "PrivacyReport"]
+"""The family's privacy answer at the job's parameters and δ, computed when the simulator asks for it (after its own
+input checks): handed to :meth:`Simulator.plan` by :func:`accountants.planning.plan_job`, so that no simulator
+calls its family."""
 
 BLOCK_TRIALS = 64
 CHECKS = ("utility", "privacy-audit")
@@ -97,9 +105,16 @@ class Simulator(ABC):
 
     @abstractmethod
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
-        """Resolve the problem, the accounted and exact ε, and the predicted utility."""
+        """Resolve the problem, the accounted and exact ε (from ``privacy()``), and the predicted utility."""
 
     @abstractmethod
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:

@@ -28,6 +28,7 @@ from accountants.families.dp_bilevel.problems import (
 )
 from accountants.families.dp_bilevel.simulate import _measured, _simulate
 from accountants.families.dp_bilevel.utility import error_budget
+from accountants.planning import plan_job
 from accountants.verification import block_rng, block_sizes, run_block, summarize
 
 FAMILY = registry.get("dp-bilevel")
@@ -461,9 +462,8 @@ SIM = {
 
 
 def plan_for(params, checks=("utility",), trials=64, seed=0, problem=None):
-    simulator = FAMILY.simulator
     p = FAMILY.parse(params)
-    return simulator.plan(p, 1e-5, checks, trials, seed, simulator.parse_problem(problem or {}))
+    return plan_job(FAMILY, p, 1e-5, checks, trials, seed, problem or {})
 
 
 def test_quadratic_problem_closed_forms_and_constants():

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from accountants import registry
+from accountants.planning import plan_job
 from accountants.verification import BLOCK_TRIALS, block_rng, run_block, summarize
 from app import schemas
 from app.jobs.manager import JobManager
@@ -286,14 +287,7 @@ def test_library_summary_equals_the_job_result(tmp_path):
     settings = Settings(jobs_db=str(tmp_path / "a.sqlite3"), job_chunk_blocks=2)
     from_job = run_with(settings, InlineRunner, request)
     family = registry.get("dp-sgd-last-iterate")
-    plan = family.simulator.plan(
-        family.parse(request["params"]),
-        1e-5,
-        ("utility", "privacy-audit"),
-        500,
-        9,
-        family.simulator.parse_problem(None),
-    )
+    plan = plan_job(family, family.parse(request["params"]), 1e-5, ("utility", "privacy-audit"), 500, 9, None)
     blocks = [run_block(family.simulator, plan, b) for b in range(-(-500 // BLOCK_TRIALS))]
     assert summarize(plan, blocks).model_dump(mode="json") == from_job
 

@@ -14,6 +14,7 @@ from accountants.errors import ParameterError, UnsupportedAccountantError
 from accountants.events import GaussianEvent, PoissonSampledEvent
 from accountants.families.seed000.nispp import Nispp, NisppParams, inner_iterations
 from accountants.families.seed000.nseg import Nseg
+from accountants.planning import plan_job
 from accountants.rdp import RdpAccountant
 from accountants.verification import block_sizes, run_block, summarize
 
@@ -446,7 +447,7 @@ def test_noise_is_required_for_privacy_and_utility():
 
 def simulate(family, params, checks, trials, seed):
     simulator = family.simulator
-    plan = simulator.plan(family.parse(params), DELTA, checks, trials, seed, simulator.parse_problem(None))
+    plan = plan_job(family, family.parse(params), DELTA, checks, trials, seed, None)
     blocks = [run_block(simulator, plan, b) for b in range(len(block_sizes(trials)))]
     return plan, summarize(plan, blocks)
 

@@ -17,6 +17,7 @@ from accountants.families.phased_output_perturbation import (
     paper_noise_multiplier,
     utility_values,
 )
+from accountants.planning import plan_job
 from accountants.verification import block_sizes, run_block, summarize
 
 FAMILY = registry.get("phased-output-perturbation")
@@ -485,7 +486,7 @@ SIM_DELTA = 1e-6
 def simulate(name, checks, trials, seed, problem=None, epsilon=1.0):
     z = FAMILY.calibrate(SIM[name], epsilon, SIM_DELTA).noise_multiplier
     params = FAMILY.parse(SIM[name] | {"noise_multiplier": z})
-    plan = SIMULATOR.plan(params, SIM_DELTA, checks, trials, seed, SIMULATOR.parse_problem(problem or {}))
+    plan = plan_job(FAMILY, params, SIM_DELTA, checks, trials, seed, problem or {})
     blocks = [run_block(SIMULATOR, plan, b) for b in range(len(block_sizes(trials)))]
     return plan, summarize(plan, blocks)
 
@@ -556,22 +557,23 @@ def test_audit_detects_the_mechanism_with_many_trials():
 def test_plan_work_is_honest_and_simulation_limits_are_422():
     z = 2.0
     params = FAMILY.parse(SIM["c-c"] | {"noise_multiplier": z})
-    small = SIMULATOR.plan(params, SIM_DELTA, ("utility",), 64, 0, SIMULATOR.parse_problem({}))
-    large = SIMULATOR.plan(params, SIM_DELTA, ("utility",), 6400, 0, SIMULATOR.parse_problem({}))
+    small = plan_job(FAMILY, params, SIM_DELTA, ("utility",), 64, 0, {})
+    large = plan_job(FAMILY, params, SIM_DELTA, ("utility",), 6400, 0, {})
     assert large.work == pytest.approx(100 * small.work, rel=0.05)
     with pytest.raises(ParameterError) as info:
-        SIMULATOR.plan(
+        plan_job(
+            FAMILY,
             FAMILY.parse(TV1 | {"dataset_size": 10**6, "noise_multiplier": z}),
             SIM_DELTA,
             ("utility",),
             64,
             0,
-            SIMULATOR.parse_problem({}),
+            {},
         )
     assert info.value.issues[0].field == "dataset_size"
     with pytest.raises(ParameterError) as info:
         params = FAMILY.parse(SIM["c-sc"] | {"lipschitz": 0.4, "noise_multiplier": z})
-        SIMULATOR.plan(params, SIM_DELTA, ("utility",), 64, 0, SIMULATOR.parse_problem({}))
+        plan_job(FAMILY, params, SIM_DELTA, ("utility",), 64, 0, {})
     assert info.value.issues[0].field == "lipschitz"
 
 

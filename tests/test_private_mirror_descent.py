@@ -11,7 +11,6 @@ from scipy.stats import binom
 from accountants import registry
 from accountants.errors import CalibrationError, ParameterError, UnsupportedAccountantError
 from accountants.families.private_mirror_descent import (
-    MirrorDescentSimulator,
     _bounded_range_epsilon,
     explicit_gap_bound,
     game_value,
@@ -36,6 +35,7 @@ from accountants.mechanisms.pure_composition import (
     pmf_log_error,
     pure_dp_rdp,
 )
+from accountants.planning import plan_job
 from accountants.registry import Cost, Operation
 from accountants.reports import NOT_ASKED_REASON, AccountantResult, choose_accountant
 from accountants.verification import block_sizes, run_block, summarize
@@ -603,7 +603,7 @@ SMALL = GAME | {"dataset_size": 2000, "dimension_x": 8, "dimension_y": 8}
 
 def simulate(params, delta, checks=("utility", "privacy-audit"), trials=64, seed=0, problem=None):
     simulator = FAMILY.simulator
-    plan = simulator.plan(FAMILY.parse(params), delta, checks, trials, seed, simulator.parse_problem(problem))
+    plan = plan_job(FAMILY, FAMILY.parse(params), delta, checks, trials, seed, problem)
     blocks = [run_block(simulator, plan, i) for i in range(len(block_sizes(trials)))]
     return plan, blocks, summarize(plan, blocks)
 
@@ -687,16 +687,15 @@ def test_sco_simulation_runs_and_audits():
 
 
 def test_plan_rejects_what_it_cannot_simulate():
-    simulator = MirrorDescentSimulator()
     big = FAMILY.parse(GAME | {"dimension_x": 100, "stepsize": 0.01})
     with pytest.raises(ParameterError) as info:
-        simulator.plan(big, 1e-5, ("utility",), 10, 0, simulator.parse_problem(None))
+        plan_job(FAMILY, big, 1e-5, ("utility",), 10, 0, None)
     assert info.value.issues[0].loc == ("dimension_x",)
     small = FAMILY.parse(SMALL | {"stepsize": 0.01})
     with pytest.raises(ParameterError, match="declared constants"):
-        simulator.plan(small, 1e-5, ("utility",), 10, 0, simulator.parse_problem({"scale": 2.0}))
+        plan_job(FAMILY, small, 1e-5, ("utility",), 10, 0, {"scale": 2.0})
     with pytest.raises(ParameterError, match="does not fit"):
-        simulator.plan(small, 1e-5, ("utility",), 10, 0, simulator.parse_problem({"kind": "linear"}))
-    plan = simulator.plan(small, 1e-5, ("utility",), 1000, 0, simulator.parse_problem(None))
-    twice = simulator.plan(small, 1e-5, ("utility",), 2000, 0, simulator.parse_problem(None))
+        plan_job(FAMILY, small, 1e-5, ("utility",), 10, 0, {"kind": "linear"})
+    plan = plan_job(FAMILY, small, 1e-5, ("utility",), 1000, 0, None)
+    twice = plan_job(FAMILY, small, 1e-5, ("utility",), 2000, 0, None)
     assert twice.work > 1.9 * plan.work > 0

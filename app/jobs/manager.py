@@ -32,6 +32,7 @@ import numpy as np
 
 from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
+from accountants.planning import plan_job
 from accountants.verification import BlockResult, Plan, block_sizes, summarize
 
 from ..host import try_lock
@@ -98,30 +99,9 @@ class JobManager:
     # -- the API side ------------------------------------------------------------------------------------------------
 
     def prepare(self, body: dict[str, Any]) -> Plan:
-        """Validate and plan a job request (raises ParameterError with field locations on bad input)."""
+        """Validate and plan a job request (raises ParameterError with field locations on bad input): the service's
+        limits here, the rest in :func:`accountants.planning.plan_job`."""
         s = self.settings
-        family = registry.get(body["algorithm"])
-        simulator = family.simulator
-        if simulator is None:
-            able = [f.id for f in registry.families() if f.simulator is not None]
-            raise JobRejected(
-                FieldIssue(
-                    ("algorithm",),
-                    f"{family.id} has no simulator for verification jobs",
-                    "one of: " + ", ".join(able),
-                    family.id,
-                )
-            )
-        checks = tuple(dict.fromkeys(body["checks"]))
-        unsupported = [c for c in checks if c not in simulator.checks]
-        if unsupported:
-            raise JobRejected(
-                FieldIssue(
-                    ("checks",),
-                    f"not offered for {family.id}: {', '.join(unsupported)}",
-                    "any of: " + ", ".join(simulator.checks),
-                )
-            )
         trials = body["trials"]
         if trials > s.job_max_trials:
             raise JobRejected(
@@ -132,15 +112,16 @@ class JobManager:
                     trials,
                 )
             )
-        params = family.parse(body["params"])
-        if body.get("target_epsilon") is not None:
-            calibrated = family.calibrate(params, body["target_epsilon"], body["delta"])
-            params = params.model_copy(
-                update={calibrated.calibrated_parameter: calibrated.calibrated_value}
-                | ({"noise_std": None} if "noise_std" in type(params).model_fields else {})
-            )
-        problem = simulator.parse_problem(body.get("problem"))
-        plan = simulator.plan(params, body["delta"], checks, trials, body["seed"], problem)
+        plan = plan_job(
+            registry.get(body["algorithm"]),
+            body["params"],
+            body["delta"],
+            tuple(body["checks"]),
+            trials,
+            body["seed"],
+            body.get("problem"),
+            body.get("target_epsilon"),
+        )
         if plan.work > s.job_max_work:
             raise JobRejected(
                 FieldIssue(

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel
-from ...verification import BlockResult, Plan, Simulator
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator
 from .family import DpBilevel
 from .params import BilevelParams
 from .plan import inner_multiplier, mechanisms
@@ -49,7 +49,14 @@ class BilevelSimulator(Simulator):
     problem_model = BilevelProblem
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         p: BilevelParams = params  # type: ignore[assignment]
         pr: BilevelProblem = problem  # type: ignore[assignment]
@@ -69,7 +76,7 @@ class BilevelSimulator(Simulator):
                     f"an integer in [1, {MAX_SIMULATED_DIMENSION}]",
                     getattr(p, name),
                 )
-        report = DpBilevel().privacy(p, delta)
+        report = privacy()
         z = report.noise.noise_multiplier  # type: ignore[union-attr]
         z_in = inner_multiplier(p, z)
         resolved = _resolve_quadratic(p, pr, seed) if pr.kind == "quadratic" else _resolve_ridge(p, pr, seed)
@@ -80,7 +87,7 @@ class BilevelSimulator(Simulator):
         runs = ("utility" in checks) + 2 * ("privacy-audit" in checks)
         work = runs * p.steps * (2.0 * p.inner_total + 1.0) * _step_work(p, int(resolved["records"]), trials)
         return Plan(
-            algorithm=DpBilevel.id,
+            algorithm=report.algorithm,
             params=p.model_dump() | {"noise_multiplier": z, "inner_noise_multiplier": z_in},
             problem=resolved,
             checks=checks,

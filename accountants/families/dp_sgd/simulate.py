@@ -10,8 +10,7 @@ import numpy as np
 
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, bounded_count, param
-from ...registry import get as registry_get
-from ...verification import BlockResult, Plan, Simulator, canary_llr_scores
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores
 from .family import DpSgd
 from .params import DpSgdParams
 
@@ -56,12 +55,18 @@ class DpSgdSimulator(Simulator):
     problem_model = DpSgdProblem
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         p: DpSgdParams = params  # type: ignore[assignment]
         pr: DpSgdProblem = problem  # type: ignore[assignment]
-        family = registry_get(DpSgd.id)
-        report = family.privacy(p, delta)
+        report = privacy()
         z = report.noise.noise_multiplier
         steps = report.conventions.steps
         q = p.sampling_rate
@@ -83,7 +88,7 @@ class DpSgdSimulator(Simulator):
         exact = gaussian_epsilon(z, delta, steps) if p.batch_size == p.dataset_size else None
         work = trials * steps * (2.0 + (("utility" in checks) * (q * records + 1) * pr.dimension))
         return Plan(
-            algorithm=DpSgd.id,
+            algorithm=report.algorithm,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
             problem=resolved,
             checks=checks,

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, bounded_count, param
-from ...verification import BlockResult, Plan, Simulator
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator
 from .family import DpSgdLastIterate
 from .params import LastIterateParams
 
@@ -58,13 +58,20 @@ class LastIterateSimulator(Simulator):
     problem_model = LastIterateProblem
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         from ...mechanisms.gaussian import gdp_epsilon
 
         p: LastIterateParams = params  # type: ignore[assignment]
         pr: LastIterateProblem = problem  # type: ignore[assignment]
-        report = DpSgdLastIterate().privacy(p, delta)
+        report = privacy()
         z = report.noise.noise_multiplier
         steps = report.conventions.steps
         ell = p.steps_per_pass
@@ -114,7 +121,7 @@ class LastIterateSimulator(Simulator):
                 resolved["optimal_loss"] = _logistic_optimum(features, labels)
             work = trials * steps * (4.0 + 2.0 * p.batch_size * pr.dimension)
         return Plan(
-            algorithm=DpSgdLastIterate.id,
+            algorithm=report.algorithm,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
             problem=resolved,
             checks=checks,

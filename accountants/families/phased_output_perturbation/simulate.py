@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import FieldIssue, ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, Simulator
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator
 from .family import PhasedOutputPerturbation
 from .params import CONSTANT_RANGE, PHASED, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, mechanism
@@ -128,14 +128,21 @@ class PhasedOutputPerturbationSimulator(Simulator):
     problem_model = PhasedOutputPerturbationProblem
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         from ...synthetic import output_perturbation as synthetic
 
         p: PhasedOutputPerturbationParams = params  # type: ignore[assignment]
         pr: PhasedOutputPerturbationProblem = problem  # type: ignore[assignment]
         _simulable(p)
-        report = PhasedOutputPerturbation().privacy(p, delta)
+        report = privacy()
         z = report.noise.noise_multiplier  # type: ignore[union-attr]
         cls, n = p.problem_class, p.dataset_size
         mech = mechanism(p, z)
@@ -220,7 +227,7 @@ class PhasedOutputPerturbationSimulator(Simulator):
             prediction, source = predicted_bound(p, mech, delta)
             note = _prediction_note(cls, resolved, mech, clamped)
         return Plan(
-            algorithm=PhasedOutputPerturbation.id,
+            algorithm=report.algorithm,
             params=p.model_dump() | {"noise_multiplier": z},
             problem=resolved,
             checks=checks,

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, Simulator
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator
 from .family import PrivateMirrorDescent
 from .params import SADDLE_VARIANTS, PrivateMirrorDescentParams
 from .plan import Schedule, schedule
@@ -61,11 +61,18 @@ class MirrorDescentSimulator(Simulator):
     problem_model = MirrorDescentProblem
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         p: PrivateMirrorDescentParams = params  # type: ignore[assignment]
         pr: MirrorDescentProblem = problem  # type: ignore[assignment]
-        report = PrivateMirrorDescent().privacy(p, delta)
+        report = privacy()
         sched = schedule(p)
         saddle = p.variant in SADDLE_VARIANTS
         kind = pr.kind or ("matrix-game" if saddle else "linear")
@@ -156,7 +163,7 @@ class MirrorDescentSimulator(Simulator):
             else "the record of the batch of step ⌈(T − 1)/2⌉ = r = c·s (s alternating ±1)"
         )
         return Plan(
-            algorithm=PrivateMirrorDescent.id,
+            algorithm=report.algorithm,
             params=p.model_dump(),
             problem=resolved,
             checks=checks,

@@ -503,4 +503,4 @@ def solve_prox(
     )
 
 
-Nispp.simulator = NisppSimulator(Nispp())
+Nispp.simulator = NisppSimulator()

@@ -600,4 +600,4 @@ class NsegSimulator(BilinearSimulator):
         return utility + audit
 
 
-Nseg.simulator = NsegSimulator(Nseg())
+Nseg.simulator = NsegSimulator()

@@ -13,7 +13,7 @@ from ...errors import ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import BlockResult, Plan, Simulator, canary_llr_scores
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores
 
 # -- simulation on bilinear saddle points ------------------------------------------------------------------------------
 
@@ -67,9 +67,6 @@ class BilinearSimulator(Simulator):
 
     algorithm: ClassVar[str]
 
-    def __init__(self, family: Any) -> None:
-        self.family = family
-
     @abstractmethod
     def resolve(self, p: Any, sigma: float) -> dict[str, Any]:
         """The method's remaining settings (step size, regularisation, …) as simulated."""
@@ -95,7 +92,14 @@ class BilinearSimulator(Simulator):
         return None
 
     def plan(
-        self, params: ParamsModel, delta: float, checks: tuple[str, ...], trials: int, seed: int, problem: ParamsModel
+        self,
+        params: ParamsModel,
+        delta: float,
+        checks: tuple[str, ...],
+        trials: int,
+        seed: int,
+        problem: ParamsModel,
+        privacy: PrivacyOf,
     ) -> Plan:
         p: Any = params
         if "privacy-audit" in checks and (reason := self.audit_support(p)) is not None:
@@ -124,7 +128,7 @@ class BilinearSimulator(Simulator):
                 f"> {bound:.6g}",
                 p.lipschitz,
             )
-        report = self.family.privacy(p, delta)
+        report = privacy()
         z, sigma = report.noise.noise_multiplier, report.noise.noise_std
         steps = report.conventions.steps
         resolved: dict[str, Any] = {"kind": "bilinear", "steps": steps, "noise_std": sigma}
