@@ -36,28 +36,61 @@ class UtilityValue:
     valid: bool = True
     """Whether the value is a bound here: the exact sums always (they hold for every noise level, K ≥ 1 and μ > 0);
     a closed form when it is at least the exact sum (the paper's regime conditions are sufficient, not necessary)."""
+    exact_sum: float | None = None
+    """For a closed form: the proof's exact sum it must dominate to be a bound here."""
 
 
 def utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -> list[UtilityValue]:
-    """Every bound with its validity (a closed form is valid where its last assumption, "implied by the proof's exact
-    sum", holds)."""
+    """Every bound with its validity: the exact sums always; a closed form where it is at least the proof's exact
+    sum (``exact_sum``) here."""
+    ctx = _context(p, mech, delta)
     return [
-        v if v.role == "exact" else replace(v, valid=bool(v.assumptions and v.assumptions[-1].holds))
-        for v in _utility_values(p, mech, delta)
+        v if v.role == "exact" else replace(v, valid=v.exact_sum is not None and bool(v.value >= v.exact_sum))
+        for v in _BY_CLASS[p.problem_class](ctx)
     ]
 
 
-def _utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -> list[UtilityValue]:
-    """Closed forms of Theorems 3.4, 3.7, 4.4, 4.8, Corollary 4.9 and the proofs' exact sums, at noise z and δ.
+@dataclass(frozen=True)
+class _Context:
+    """What the bounds of every problem class share, at noise z and δ.
 
-    The closed forms are stated at the paper's calibration; they are evaluated at ε_z, the ε the paper attaches to z
-    (so that σ = zΔ is the paper's σ). The solver terms use the paper's in-expectation accuracy (failure p = δ/4 or
-    δ/8 in the paper's Markov argument), which the proofs need whatever the privacy failure probability."""
-    cls, z, L, n = p.problem_class, mech.noise_multiplier, p.lipschitz, p.dataset_size
-    pu = paper_failure_probability(cls, delta)
-    eps_z = paper_epsilon(cls, z, delta)
-    K, nbar = mech.phases, mech.block_size
-    regime = [
+    The closed forms of Theorems 3.4, 3.7, 4.4, 4.8 and Corollary 4.9 are stated at the paper's calibration; they are
+    evaluated at ε_z, the ε the paper attaches to z (so that σ = zΔ is the paper's σ). The solver terms use the
+    paper's in-expectation accuracy (failure p = δ/4 or δ/8 in the paper's Markov argument), which the proofs need
+    whatever the privacy failure probability."""
+
+    p: PhasedOutputPerturbationParams
+    mech: Mechanism
+    delta: float
+    lipschitz: float
+    n: int
+    eps_z: float
+    failure: float
+    log25: float
+    log5: float
+    regime: tuple[Assumption, ...]
+    solver: Assumption
+    outside: Assumption
+
+    def closed(
+        self, problem: tuple[Assumption, ...], value: float, exact: float, extra: Sequence[Assumption] = ()
+    ) -> tuple[Assumption, ...]:
+        """A closed form's conditions; the last states whether the proof's exact sum implies it here."""
+        implied = Assumption(
+            f"implied by the proof's exact sum here (closed form {value:.6g} ≥ exact sum {exact:.6g}); this decides "
+            "whether the closed form is a bound here",
+            bool(value >= exact),
+        )
+        return (*problem, self.solver, self.outside, *self.regime, *extra, implied)
+
+    def exact(self, problem: tuple[Assumption, ...]) -> tuple[Assumption, ...]:
+        return (*problem, self.solver, self.outside)
+
+
+def _context(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -> _Context:
+    cls, n = p.problem_class, p.dataset_size
+    eps_z = paper_epsilon(cls, mech.noise_multiplier, delta)
+    regime = (
         Assumption(
             f"ε_z = {eps_z:.6g} ≤ {paper_epsilon_limit(cls):g}: the ε the paper attaches to z is in its range",
             eps_z <= paper_epsilon_limit(cls),
@@ -69,7 +102,7 @@ def _utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: f
             delta < 1.0 / n,
             "used to simplify the constants; informational, as above",
         ),
-    ]
+    )
     solver = Assumption(
         "the base solver reaches, in expectation, the paper's accuracy γ in every run (the plan's "
         "utility_expected_gap; or certifies the 2γ level, certified_accuracy_for_utility)",
@@ -82,192 +115,237 @@ def _utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: f
         None,
         "the proofs bound F(x̃) − F(x̂*) through ‖x̃ − x̂*‖; projecting onto the domain is non-expansive",
     )
-    log25, log5 = math.log(2.5 / delta), math.log(5.0 / delta)
-    out: list[UtilityValue] = []
+    return _Context(
+        p,
+        mech,
+        delta,
+        p.lipschitz,
+        n,
+        eps_z,
+        paper_failure_probability(cls, delta),
+        math.log(2.5 / delta),
+        math.log(5.0 / delta),
+        regime,
+        solver,
+        outside,
+    )
 
-    def closed_conditions(value: float, exact: float, extra: Sequence[Assumption] = ()) -> tuple[Assumption, ...]:
-        implied = Assumption(
-            f"implied by the proof's exact sum here (closed form {value:.6g} ≥ exact sum {exact:.6g}); this decides "
-            "whether the closed form is a bound here",
-            bool(value >= exact),
-        )
-        return (*problem_assumptions, solver, outside, *regime, *extra, implied)
 
-    if cls == "strongly-convex":
-        mu, ell, d = p.mu_x, float(p.smoothness), p.d_x  # type: ignore[arg-type]
-        kappa = ell / mu
-        r = mech.releases[0]
-        noise = d * r.noise_std**2
-        solv = (pu * r.accuracy_required) ** 2
-        problem_assumptions = (
-            Assumption("f(·; ξ) is L-Lipschitz, ℓ-smooth and μ-strongly convex on 𝒳 (Assumption 3.2)", None),
-            Assumption("x* and x̂*_S are interior points of 𝒳", None),
-        )
-        emp_exact = ell * (noise + solv)
-        pop_exact = 1.5 * ell * (noise + solv + 4.0 * L * L / (mu * mu * n))
-        emp = 33.0 * L * L * kappa * d * log25 / (mu * n * n * eps_z * eps_z)
-        pop = L * L * kappa * (7.0 / (mu * n) + 48.0 * d * log25 / (mu * n * n * eps_z * eps_z))
-        src = f"{SOURCE}, Theorem 3.4"
-        out += [
-            UtilityValue("Theorem 3.4 (empirical)", _EMPIRICAL, emp, src, closed_conditions(emp, emp_exact)),
-            UtilityValue("Theorem 3.4 (population)", _POPULATION, pop, src, closed_conditions(pop, pop_exact)),
-            UtilityValue(
-                "proof of Theorem 3.4, exact form (empirical)",
-                _EMPIRICAL,
-                emp_exact,
-                f"{src} (proof, before simplification): ℓ(dσ² + E‖𝒜(S) − x̂*‖²)",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-            UtilityValue(
-                "proof of Theorem 3.4, exact form (population)",
-                _POPULATION,
-                pop_exact,
-                f"{src} (proof): (3ℓ/2)(dσ² + E‖𝒜(S) − x̂*‖² + 4L²/(μ²n))",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-        ]
-        return out
+def _strongly_convex(ctx: _Context) -> list[UtilityValue]:
+    """Theorem 3.4 and its proof's exact sums."""
+    p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
+    mu, ell, d = p.mu_x, float(p.smoothness), p.d_x  # type: ignore[arg-type]
+    kappa = ell / mu
+    r = mech.releases[0]
+    noise = d * r.noise_std**2
+    solv = (ctx.failure * r.accuracy_required) ** 2
+    problem = (
+        Assumption("f(·; ξ) is L-Lipschitz, ℓ-smooth and μ-strongly convex on 𝒳 (Assumption 3.2)", None),
+        Assumption("x* and x̂*_S are interior points of 𝒳", None),
+    )
+    emp_exact = ell * (noise + solv)
+    pop_exact = 1.5 * ell * (noise + solv + 4.0 * L * L / (mu * mu * n))
+    emp = 33.0 * L * L * kappa * d * ctx.log25 / (mu * n * n * eps_z * eps_z)
+    pop = L * L * kappa * (7.0 / (mu * n) + 48.0 * d * ctx.log25 / (mu * n * n * eps_z * eps_z))
+    src = f"{SOURCE}, Theorem 3.4"
+    return [
+        UtilityValue(
+            "Theorem 3.4 (empirical)", _EMPIRICAL, emp, src, ctx.closed(problem, emp, emp_exact), exact_sum=emp_exact
+        ),
+        UtilityValue(
+            "Theorem 3.4 (population)", _POPULATION, pop, src, ctx.closed(problem, pop, pop_exact), exact_sum=pop_exact
+        ),
+        UtilityValue(
+            "proof of Theorem 3.4, exact form (empirical)",
+            _EMPIRICAL,
+            emp_exact,
+            f"{src} (proof, before simplification): ℓ(dσ² + E‖𝒜(S) − x̂*‖²)",
+            ctx.exact(problem),
+            "exact",
+        ),
+        UtilityValue(
+            "proof of Theorem 3.4, exact form (population)",
+            _POPULATION,
+            pop_exact,
+            f"{src} (proof): (3ℓ/2)(dσ² + E‖𝒜(S) − x̂*‖² + 4L²/(μ²n))",
+            ctx.exact(problem),
+            "exact",
+        ),
+    ]
 
-    if cls == "sc-sc":
-        mux, muy, ell = p.mu_x, p.mu_y, float(p.smoothness)  # type: ignore[arg-type]
-        mu = min(mux, muy)
-        d = max(p.d_x, p.d_y)
-        c = (ell / mux) * (ell / muy) + ell / mu
-        rx, ry = mech.releases
-        noise = mux * p.d_x * rx.noise_std**2 + muy * p.d_y * ry.noise_std**2
-        solv = pu * rx.accuracy_required
-        problem_assumptions = (
-            Assumption("f is L-Lipschitz, ℓ-smooth, μ_x-strongly convex in x, μ_y-strongly concave in y (4.2)", None),
-            Assumption("the empirical and population saddle points are interior", None),
-        )
-        emp_exact = c * (noise + solv)
-        pop_exact = 1.5 * c * (noise + solv + 4.0 * math.sqrt(2.0) * L * L / (mu * n))
-        emp = 257.0 * L * L * c * d * log5 / (mu * n * n * eps_z * eps_z)
-        pop = 3.0 * L * L * c * (3.0 / (mu * n) + 128.0 * d * log5 / (mu * n * n * eps_z * eps_z))
-        src = f"{SOURCE}, Theorem 4.4"
-        out += [
-            UtilityValue("Theorem 4.4 (empirical)", _EMPIRICAL_GAP, emp, src, closed_conditions(emp, emp_exact)),
-            UtilityValue("Theorem 4.4 (population)", _STRONG_GAP, pop, src, closed_conditions(pop, pop_exact)),
-            UtilityValue(
-                "proof of Theorem 4.4, exact form (empirical)",
-                _EMPIRICAL_GAP,
-                emp_exact,
-                f"{src} (proof): (κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ)",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-            UtilityValue(
-                "proof of Theorem 4.4, exact form (population)",
-                _STRONG_GAP,
-                pop_exact,
-                f"{src} (proof): (3/2)(κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ + 4√2L²/(μn))",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-        ]
-        return out
 
-    D, mu = float(p.diameter), float(mech.regularization)  # type: ignore[arg-type]
-    theorem_mu = p.regularization is None
-    phases_ok = Assumption(f"2^K ≥ n (K = {K})", 2.0**K >= n, "the closed forms use μ_K = μ·2^K ≥ μn")
+def _sc_sc(ctx: _Context) -> list[UtilityValue]:
+    """Theorem 4.4 and its proof's exact sums."""
+    p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
+    mux, muy, ell = p.mu_x, p.mu_y, float(p.smoothness)  # type: ignore[arg-type]
+    mu = min(mux, muy)
+    d = max(p.d_x, p.d_y)
+    c = (ell / mux) * (ell / muy) + ell / mu
+    rx, ry = mech.releases
+    noise = mux * p.d_x * rx.noise_std**2 + muy * p.d_y * ry.noise_std**2
+    solv = ctx.failure * rx.accuracy_required
+    problem = (
+        Assumption("f is L-Lipschitz, ℓ-smooth, μ_x-strongly convex in x, μ_y-strongly concave in y (4.2)", None),
+        Assumption("the empirical and population saddle points are interior", None),
+    )
+    emp_exact = c * (noise + solv)
+    pop_exact = 1.5 * c * (noise + solv + 4.0 * math.sqrt(2.0) * L * L / (mu * n))
+    emp = 257.0 * L * L * c * d * ctx.log5 / (mu * n * n * eps_z * eps_z)
+    pop = 3.0 * L * L * c * (3.0 / (mu * n) + 128.0 * d * ctx.log5 / (mu * n * n * eps_z * eps_z))
+    src = f"{SOURCE}, Theorem 4.4"
+    return [
+        UtilityValue(
+            "Theorem 4.4 (empirical)",
+            _EMPIRICAL_GAP,
+            emp,
+            src,
+            ctx.closed(problem, emp, emp_exact),
+            exact_sum=emp_exact,
+        ),
+        UtilityValue(
+            "Theorem 4.4 (population)", _STRONG_GAP, pop, src, ctx.closed(problem, pop, pop_exact), exact_sum=pop_exact
+        ),
+        UtilityValue(
+            "proof of Theorem 4.4, exact form (empirical)",
+            _EMPIRICAL_GAP,
+            emp_exact,
+            f"{src} (proof): (κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ)",
+            ctx.exact(problem),
+            "exact",
+        ),
+        UtilityValue(
+            "proof of Theorem 4.4, exact form (population)",
+            _STRONG_GAP,
+            pop_exact,
+            f"{src} (proof): (3/2)(κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ + 4√2L²/(μn))",
+            ctx.exact(problem),
+            "exact",
+        ),
+    ]
+
+
+def _phased_conditions(ctx: _Context) -> tuple[Assumption, Assumption]:
+    """The closed forms of the phased classes assume the theorem's μ and 2^K ≥ n."""
+    K, mu = ctx.mech.phases, float(ctx.mech.regularization)  # type: ignore[arg-type]
+    theorem_mu = ctx.p.regularization is None
     mu_ok = Assumption(
         "regularization is the theorem's choice",
         theorem_mu,
         "the default" if theorem_mu else f"regularization = {mu:.6g} was given",
     )
+    return mu_ok, Assumption(f"2^K ≥ n (K = {K})", 2.0**K >= ctx.n, "the closed forms use μ_K = μ·2^K ≥ μn")
 
-    def phased_sum(releases: list[PlannedRelease], solver_sq: Sequence[float], dim: int) -> tuple[float, list[float]]:
-        e = [2.0 * dim * r.noise_std**2 + s for r, s in zip(releases, solver_sq, strict=True)]
-        mus = [r.mu_k for r in releases]
-        head = L * math.sqrt(e[-1]) + sum(mus[k] / 2.0 * e[k - 1] for k in range(1, len(e)))  # type: ignore[operator]
-        return head + mus[0] / 2.0 * D * D, e  # type: ignore[operator]
 
-    if cls == "convex":
-        rel = mech.releases
-        d = p.d_x
-        problem_assumptions = (
-            Assumption("f(·; ξ) is convex, L-Lipschitz and ℓ-smooth on 𝒳 (Assumption 3.1)", None),
-            Assumption(f"some minimiser x* has ‖x* − x₀‖ ≤ D = {D:g} (x₀ = 0)", None),
-        )
-        head, _ = phased_sum(list(rel), [2.0 * (pu * r.accuracy_required) ** 2 for r in rel], d)
-        exact = head + sum(2.0 * L * L / (r.mu_k * nbar) for r in rel)  # type: ignore[operator]
-        closed = 4.0 * L * D * K * (1.0 / math.sqrt(n) + 7.0 * math.sqrt(d * log25) / (n * eps_z))
-        src = f"{SOURCE}, Theorem 3.7"
-        out += [
-            UtilityValue(
-                "Theorem 3.7", _POPULATION_K, closed, src, closed_conditions(closed, exact, (mu_ok, phases_ok))
-            ),
-            UtilityValue(
-                "proof of Theorem 3.7, exact sum",
-                _POPULATION_K,
-                exact,
-                f"{src} (proof): L√E_K + Σ_{{k≥2}} (μ_k/2)E_{{k−1}} + Σ_k 2L²/(μ_k n̄) + (μ_1/2)D², "
-                "E_k = 2dσ_k² + E‖x_k − x̂*_k‖²; any K ≥ 1 and μ > 0",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-        ]
-        return out
+def _phased_sum(ctx: _Context, releases: list[PlannedRelease], solver_sq: Sequence[float], dim: int) -> float:
+    """L√E_K + Σ_{k≥2} (μ_k/2)E_{k−1} + (μ_1/2)D² with E_k = 2dσ_k² + (solver term)."""
+    e = [2.0 * dim * r.noise_std**2 + s for r, s in zip(releases, solver_sq, strict=True)]
+    mus = [r.mu_k for r in releases]
+    head = ctx.lipschitz * math.sqrt(e[-1]) + sum(mus[k] / 2.0 * e[k - 1] for k in range(1, len(e)))  # type: ignore[operator]
+    return head + mus[0] / 2.0 * float(ctx.p.diameter) ** 2  # type: ignore[operator, arg-type]
 
-    if cls == "c-c":
-        d = max(p.d_x, p.d_y)
-        problem_assumptions = (
-            Assumption("f is L-Lipschitz and ℓ-smooth, convex in x and concave in y (Assumption 4.1)", None),
-            Assumption(f"max{{‖x‖, ‖y‖}} ≤ D = {D:g} on 𝒳×𝒴 (x₀ = y₀ = 0)", None),
-        )
-        total = 0.0
-        for alg, dim in (("Algorithm 4", p.d_x), ("Algorithm 5", p.d_y)):
-            rel = mech.by_algorithm(alg)
-            head, _ = phased_sum(rel, [2.0 * pu * r.accuracy_required / r.mu_k for r in rel], dim)  # type: ignore[operator]
-            total += head + 8.0 * K * L * L / (mu * nbar) + mu / 2.0 * D * D
-        closed = 16.0 * L * D * K * K * (1.0 / math.sqrt(n) + 5.0 * math.sqrt(d * log5) / (n * eps_z))
-        src = f"{SOURCE}, Theorem 4.8"
-        out += [
-            UtilityValue("Theorem 4.8", _WEAK_GAP, closed, src, closed_conditions(closed, total, (mu_ok, phases_ok))),
-            UtilityValue(
-                "proof of Theorem 4.8, exact sum",
-                _WEAK_GAP,
-                total,
-                f"{src} (proof, eq. (4) for each half): Σ over Alg. 4 (d_x) and Alg. 5 (d_y) of L√E_K + "
-                "Σ_{k≥2} (μ_k/2)E_{k−1} + 8KL²/(μn̄) + (μ_1/2)D² + (μ/2)D², E_k = 2dσ_k² + E‖x_k − x̂*_k‖²",
-                (*problem_assumptions, solver, outside),
-                "exact",
-            ),
-        ]
-        return out
 
-    # c-sc (Corollary 4.9)
+def _convex(ctx: _Context) -> list[UtilityValue]:
+    """Theorem 3.7 and its proof's exact sum."""
+    p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
+    D, K, nbar = float(p.diameter), mech.phases, mech.block_size  # type: ignore[arg-type]
+    rel = mech.releases
+    d = p.d_x
+    problem = (
+        Assumption("f(·; ξ) is convex, L-Lipschitz and ℓ-smooth on 𝒳 (Assumption 3.1)", None),
+        Assumption(f"some minimiser x* has ‖x* − x₀‖ ≤ D = {D:g} (x₀ = 0)", None),
+    )
+    head = _phased_sum(ctx, list(rel), [2.0 * (ctx.failure * r.accuracy_required) ** 2 for r in rel], d)
+    exact = head + sum(2.0 * L * L / (r.mu_k * nbar) for r in rel)  # type: ignore[operator]
+    closed = 4.0 * L * D * K * (1.0 / math.sqrt(n) + 7.0 * math.sqrt(d * ctx.log25) / (n * eps_z))
+    src = f"{SOURCE}, Theorem 3.7"
+    conditions = ctx.closed(problem, closed, exact, _phased_conditions(ctx))
+    return [
+        UtilityValue("Theorem 3.7", _POPULATION_K, closed, src, conditions, exact_sum=exact),
+        UtilityValue(
+            "proof of Theorem 3.7, exact sum",
+            _POPULATION_K,
+            exact,
+            f"{src} (proof): L√E_K + Σ_{{k≥2}} (μ_k/2)E_{{k−1}} + Σ_k 2L²/(μ_k n̄) + (μ_1/2)D², "
+            "E_k = 2dσ_k² + E‖x_k − x̂*_k‖²; any K ≥ 1 and μ > 0",
+            ctx.exact(problem),
+            "exact",
+        ),
+    ]
+
+
+def _c_c(ctx: _Context) -> list[UtilityValue]:
+    """Theorem 4.8 and its proof's exact sum (eq. (4) for each half)."""
+    p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
+    D, mu, K, nbar = float(p.diameter), float(mech.regularization), mech.phases, mech.block_size  # type: ignore[arg-type]
+    d = max(p.d_x, p.d_y)
+    problem = (
+        Assumption("f is L-Lipschitz and ℓ-smooth, convex in x and concave in y (Assumption 4.1)", None),
+        Assumption(f"max{{‖x‖, ‖y‖}} ≤ D = {D:g} on 𝒳×𝒴 (x₀ = y₀ = 0)", None),
+    )
+    total = 0.0
+    for alg, dim in (("Algorithm 4", p.d_x), ("Algorithm 5", p.d_y)):
+        rel = mech.by_algorithm(alg)
+        head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.mu_k for r in rel], dim)  # type: ignore[operator]
+        total += head + 8.0 * K * L * L / (mu * nbar) + mu / 2.0 * D * D
+    closed = 16.0 * L * D * K * K * (1.0 / math.sqrt(n) + 5.0 * math.sqrt(d * ctx.log5) / (n * eps_z))
+    src = f"{SOURCE}, Theorem 4.8"
+    conditions = ctx.closed(problem, closed, total, _phased_conditions(ctx))
+    return [
+        UtilityValue("Theorem 4.8", _WEAK_GAP, closed, src, conditions, exact_sum=total),
+        UtilityValue(
+            "proof of Theorem 4.8, exact sum",
+            _WEAK_GAP,
+            total,
+            f"{src} (proof, eq. (4) for each half): Σ over Alg. 4 (d_x) and Alg. 5 (d_y) of L√E_K + "
+            "Σ_{k≥2} (μ_k/2)E_{k−1} + 8KL²/(μn̄) + (μ_1/2)D² + (μ/2)D², E_k = 2dσ_k² + E‖x_k − x̂*_k‖²",
+            ctx.exact(problem),
+            "exact",
+        ),
+    ]
+
+
+def _c_sc(ctx: _Context) -> list[UtilityValue]:
+    """Corollary 4.9 as stated and corrected (spec §6.10), and the exact sum of eq. (4)."""
+    p, mech, L, n, eps_z, delta = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z, ctx.delta
+    D, K, nbar = float(p.diameter), mech.phases, mech.block_size  # type: ignore[arg-type]
     dx, muy = p.d_x, p.mu_y
     rel = list(mech.releases)
-    problem_assumptions = (
+    problem = (
         Assumption("f is L-Lipschitz, ℓ-smooth, convex in x and μ_y-strongly concave in y (§4.3)", None),
         Assumption(f"max{{‖x‖, ‖y‖}} ≤ D = {D:g} on 𝒳×𝒴 (x₀ = 0)", None),
     )
     valid = Assumption(
         f"μ_y ≥ L/(D√n) = {L / (D * math.sqrt(n)):.6g} (Corollary 4.9's condition)", muy >= L / (D * math.sqrt(n))
     )
-    head, _ = phased_sum(rel, [2.0 * pu * r.accuracy_required / r.mu_k for r in rel], dx)  # type: ignore[operator]
+    head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.mu_k for r in rel], dx)  # type: ignore[operator]
     exact = head + sum(8.0 * L * L / (r.m_k * nbar) for r in rel)  # type: ignore[operator]
-    part1 = 6.0 * L * D * K * (1.0 / math.sqrt(n) + 4.0 * math.sqrt(dx * log25) / (n * eps_z))
+    part1 = 6.0 * L * D * K * (1.0 / math.sqrt(n) + 4.0 * math.sqrt(dx * ctx.log25) / (n * eps_z))
     stated = part1 + L * L * K * K * (
         8.0 / (muy * n) + 65.0 * dx * math.log(2.5 * n / delta) / (muy * n * n * eps_z * eps_z)
     )
-    corrected = part1 + L * L * K * K * (8.0 / (muy * n) + 65.0 * (K - 1) * dx * log25 / (muy * n * n * eps_z * eps_z))
+    corrected = part1 + L * L * K * K * (
+        8.0 / (muy * n) + 65.0 * (K - 1) * dx * ctx.log25 / (muy * n * n * eps_z * eps_z)
+    )
     src = f"{SOURCE}, Corollary 4.9"
-    extra = (mu_ok, phases_ok, valid)
-    out += [
+    extra = (*_phased_conditions(ctx), valid)
+    return [
         UtilityValue(
-            "Corollary 4.9 (as stated)", _PRIMAL_GAP, stated, src, closed_conditions(stated, exact, extra), "closed"
+            "Corollary 4.9 (as stated)",
+            _PRIMAL_GAP,
+            stated,
+            src,
+            ctx.closed(problem, stated, exact, extra),
+            "closed",
+            exact_sum=exact,
         ),
         UtilityValue(
             "Corollary 4.9 (corrected: 65(K−1)·d_x·log(2.5/δ), spec §6.10)",
             _PRIMAL_GAP,
             corrected,
             f"{src}, last term re-derived from eq. (4) with μ → min{{μ_k, μ_y}} (spec §6.10)",
-            closed_conditions(corrected, exact, extra),
+            ctx.closed(problem, corrected, exact, extra),
             "corrected",
+            exact_sum=exact,
         ),
         UtilityValue(
             "proof of Corollary 4.9, exact sum",
@@ -275,11 +353,15 @@ def _utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: f
             exact,
             f"{src} (eq. (4) with m_k = min{{μ_k, μ_y}}): L√E_K + Σ_{{k≥2}} (μ_k/2)E_{{k−1}} + Σ_k 8L²/(m_k n̄) + "
             "(μ_1/2)D², E_k = 2d_xσ_k² + E‖x_k − x̂*_k‖²",
-            (*problem_assumptions, solver, outside),
+            ctx.exact(problem),
             "exact",
         ),
     ]
-    return out
+
+
+_BY_CLASS = MappingProxyType(
+    {"strongly-convex": _strongly_convex, "sc-sc": _sc_sc, "convex": _convex, "c-c": _c_c, "c-sc": _c_sc}
+)
 
 
 _EMPIRICAL = "excess empirical risk E[F̂_S(x̃) − F̂_S(x̂*_S)]"
