@@ -44,6 +44,18 @@ def test_ruff_clean():
         assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_modules_stay_small_and_the_library_has_no_web_imports():
+    """The design card's limits: modules under ~700 lines (functions are bounded by ruff's C901/PLR0915); the
+    library imports nothing from the service or the web stack."""
+    for path in [*ROOT.glob("accountants/**/*.py"), *ROOT.glob("app/**/*.py")]:
+        lines = path.read_text(encoding="utf-8").count("\n")
+        assert lines <= 700, f"{path.relative_to(ROOT)} has {lines} lines"
+    for path in ROOT.glob("accountants/**/*.py"):
+        text = path.read_text(encoding="utf-8")
+        for web in ("import fastapi", "from fastapi", "import starlette", "from starlette", "from app", "import httpx"):
+            assert web not in text, f"{path.relative_to(ROOT)}: {web}"
+
+
 def test_ci_runs_the_readme_test_command():
     script = (ROOT / ".ci" / "run").read_text()
     assert script.strip().splitlines()[-1] == "make test"

@@ -242,6 +242,20 @@ def _calibration_results(
             except (ArithmeticError, ValueError):
                 results.append(AccountantResult(name, False, reason=_TOO_SMALL.format(target=target, delta=d)))
 
+    results.append(_paper_calibration_result(p, target, d, corrected))
+    return results
+
+
+_TOO_SMALL = (
+    "no finite noise meets ε = {target:.3g} at δ = {delta:.3g} (the target is below what floating point resolves)"
+)
+
+
+def _paper_calibration_result(p: BilevelParams, target: float, d: float, corrected: PaperSplit) -> AccountantResult:
+    """The paper's answer to a calibration: the corrected split's noise, moved up (never above the target) until the
+    paper's chain meets it, or why it does not apply."""
+    fixed = p.inner_noise_multiplier
+    t = p.steps
     if corrected.valid:
         z, z_in = corrected.noise_multiplier, corrected.inner_noise_multiplier
         chain = paper_chain(p, z, z_in, d)  # type: ignore[arg-type]
@@ -257,26 +271,18 @@ def _calibration_results(
             + (f", each inner solve {corrected.inner_budget:.6g}" if corrected.inner_budget is not None else "")
             + f"; inner_noise_multiplier = {z_in:.6g}"
         )
-        results.append(
-            AccountantResult(
-                "paper",
-                True,
-                chain.epsilon,
-                _paper_guarantee(p),
-                _paper_method(p) + "; " + corrected_note,
-                noise_multiplier=z,
-                kind=_paper_kind(p),
-            )
+        return AccountantResult(
+            "paper",
+            True,
+            chain.epsilon,
+            _paper_guarantee(p),
+            _paper_method(p) + "; " + corrected_note,
+            noise_multiplier=z,
+            kind=_paper_kind(p),
         )
     else:
         reason = "; ".join(corrected.problems) or _TOO_SMALL.format(target=target, delta=d)
-        results.append(AccountantResult("paper", False, reason="corrected split: " + reason))
-    return results
-
-
-_TOO_SMALL = (
-    "no finite noise meets ε = {target:.3g} at δ = {delta:.3g} (the target is below what floating point resolves)"
-)
+        return AccountantResult("paper", False, reason="corrected split: " + reason)
 
 
 def _inner_exhausts(fixed: float | None) -> str:

@@ -179,27 +179,23 @@ class PhasedOutputPerturbationParams(ParamsModel):
     )
 
     def check(self) -> list[FieldIssue]:
-        issues: list[FieldIssue] = []
+        rules = _Rules(self)
+        self._check_dimensions(rules)
+        self._check_convexity(rules)
+        self._check_phases(rules)
+        if not rules.issues:
+            self._check_smoothness(rules)
+        return rules.issues
+
+    def _check_dimensions(self, rules: _Rules) -> None:
         cls = self.problem_class
-
-        def require(name: str, why: str) -> None:
-            if getattr(self, name) is None:
-                issues.append(FieldIssue((name,), f"is required for problem_class {cls!r} ({why})", _allowed(name)))
-
-        def forbid(name: str, why: str) -> None:
-            if getattr(self, name) is not None:
-                issues.append(
-                    FieldIssue((name,), f"is not used by problem_class {cls!r} ({why}); omit it", "omit it", None)
-                )
-
-        minimax = cls in MINIMAX
-        if not minimax:
-            require("dimension", "the dimension d of x")
+        if cls not in MINIMAX:
+            rules.require("dimension", "the dimension d of x")
             for name in ("dimension_x", "dimension_y"):
-                forbid(name, "a minimisation problem has only x: give dimension")
+                rules.forbid(name, "a minimisation problem has only x: give dimension")
         elif self.dimension is not None and (self.dimension_x is not None or self.dimension_y is not None):
             if self.dimension_x is not None or cls != "c-sc":
-                issues.append(
+                rules.issues.append(
                     FieldIssue(
                         ("dimension",),
                         "give dimension or dimension_x/dimension_y, not both",
@@ -207,19 +203,21 @@ class PhasedOutputPerturbationParams(ParamsModel):
                     )
                 )
         elif self.dimension is None:
-            require("dimension_x", "give dimension_x and dimension_y, or dimension for both")
+            rules.require("dimension_x", "give dimension_x and dimension_y, or dimension for both")
             if cls != "c-sc":
-                require("dimension_y", "give dimension_x and dimension_y, or dimension for both")
+                rules.require("dimension_y", "give dimension_x and dimension_y, or dimension for both")
 
+    def _check_convexity(self, rules: _Rules) -> None:
+        cls = self.problem_class
         if cls == "strongly-convex":
-            require("strong_convexity", "Assumption 3.2: μ-strongly convex losses")
-            require("smoothness", "κ = ℓ/μ enters Theorem 3.4")
+            rules.require("strong_convexity", "Assumption 3.2: μ-strongly convex losses")
+            rules.require("smoothness", "κ = ℓ/μ enters Theorem 3.4")
             for name in ("strong_convexity_x", "strong_convexity_y"):
-                forbid(name, "a minimisation problem has one strong convexity: give strong_convexity")
+                rules.forbid(name, "a minimisation problem has one strong convexity: give strong_convexity")
         elif cls == "sc-sc":
             given_xy = self.strong_convexity_x is not None or self.strong_convexity_y is not None
             if self.strong_convexity is not None and given_xy:
-                issues.append(
+                rules.issues.append(
                     FieldIssue(
                         ("strong_convexity",),
                         "give strong_convexity or strong_convexity_x/strong_convexity_y, not both",
@@ -228,26 +226,26 @@ class PhasedOutputPerturbationParams(ParamsModel):
                 )
             elif self.strong_convexity is None:
                 for name in ("strong_convexity_x", "strong_convexity_y"):
-                    require(name, "Assumption 4.2: give strong_convexity_x and _y, or strong_convexity for both")
-            require("smoothness", "κ_x = ℓ/μ_x and κ_y = ℓ/μ_y enter Theorem 4.4")
+                    rules.require(name, "Assumption 4.2: give strong_convexity_x and _y, or strong_convexity for both")
+            rules.require("smoothness", "κ_x = ℓ/μ_x and κ_y = ℓ/μ_y enter Theorem 4.4")
         elif cls == "c-sc":
-            require("strong_convexity_y", "§4.3: f(x, ·; ξ) is μ_y-strongly concave")
-            forbid("strong_convexity", "x is only convex; the strong concavity in y is strong_convexity_y")
-            forbid("strong_convexity_x", "x is only convex; use problem_class sc-sc if it is strongly convex")
+            rules.require("strong_convexity_y", "§4.3: f(x, ·; ξ) is μ_y-strongly concave")
+            rules.forbid("strong_convexity", "x is only convex; the strong concavity in y is strong_convexity_y")
+            rules.forbid("strong_convexity_x", "x is only convex; use problem_class sc-sc if it is strongly convex")
         else:
             why = "the losses are only convex; the phases' regulariser is regularization"
             for name in ("strong_convexity", "strong_convexity_x", "strong_convexity_y"):
-                forbid(name, why)
+                rules.forbid(name, why)
 
-        if cls in PHASED:
-            require("diameter", "the theorem's regulariser and utility bound use D")
+    def _check_phases(self, rules: _Rules) -> None:
+        if self.problem_class in PHASED:
+            rules.require("diameter", "the theorem's regulariser and utility bound use D")
         else:
-            forbid("diameter", "the algorithm needs no domain bound")
-            forbid("phases", "it is not phased")
-            forbid("regularization", "it is not phased: the losses' own strong convexity is used")
-
+            rules.forbid("diameter", "the algorithm needs no domain bound")
+            rules.forbid("phases", "it is not phased")
+            rules.forbid("regularization", "it is not phased: the losses' own strong convexity is used")
         if self.phases is not None and self.phases > self.dataset_size:
-            issues.append(
+            rules.issues.append(
                 FieldIssue(
                     ("phases",),
                     "must not exceed dataset_size (each phase needs a block of ⌊n/K⌋ ≥ 1 records)",
@@ -255,21 +253,23 @@ class PhasedOutputPerturbationParams(ParamsModel):
                     self.phases,
                 )
             )
-        if not issues and self.smoothness is not None:
-            strongest = max(
-                [v for v in (self.strong_convexity, self.strong_convexity_x, self.strong_convexity_y) if v is not None],
-                default=0.0,
-            )
-            if self.smoothness < strongest:
-                issues.append(
-                    FieldIssue(
-                        ("smoothness",),
-                        "must be at least the strong convexity (an ℓ-smooth μ-strongly convex function has ℓ ≥ μ)",
-                        f"a finite number in [{strongest:g}, {CONSTANT_RANGE[1]:g}]",
-                        self.smoothness,
-                    )
+
+    def _check_smoothness(self, rules: _Rules) -> None:
+        if self.smoothness is None:
+            return
+        strongest = max(
+            [v for v in (self.strong_convexity, self.strong_convexity_x, self.strong_convexity_y) if v is not None],
+            default=0.0,
+        )
+        if self.smoothness < strongest:
+            rules.issues.append(
+                FieldIssue(
+                    ("smoothness",),
+                    "must be at least the strong convexity (an ℓ-smooth μ-strongly convex function has ℓ ≥ μ)",
+                    f"a finite number in [{strongest:g}, {CONSTANT_RANGE[1]:g}]",
+                    self.smoothness,
                 )
-        return issues
+            )
 
     # resolved constants
     @property
@@ -289,6 +289,26 @@ class PhasedOutputPerturbationParams(ParamsModel):
     @property
     def mu_y(self) -> float:
         return float(self.strong_convexity_y if self.strong_convexity_y is not None else self.strong_convexity)  # type: ignore[arg-type]
+
+
+class _Rules:
+    """The field issues found for one problem class: fields it requires and fields it does not use."""
+
+    def __init__(self, params: PhasedOutputPerturbationParams) -> None:
+        self.params = params
+        self.issues: list[FieldIssue] = []
+
+    def require(self, name: str, why: str) -> None:
+        if getattr(self.params, name) is None:
+            cls = self.params.problem_class
+            self.issues.append(FieldIssue((name,), f"is required for problem_class {cls!r} ({why})", _allowed(name)))
+
+    def forbid(self, name: str, why: str) -> None:
+        if getattr(self.params, name) is not None:
+            cls = self.params.problem_class
+            self.issues.append(
+                FieldIssue((name,), f"is not used by problem_class {cls!r} ({why}); omit it", "omit it", None)
+            )
 
 
 def _allowed(name: str) -> str:
