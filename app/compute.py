@@ -16,6 +16,7 @@ import asyncio
 import json
 import multiprocessing
 import multiprocessing.forkserver
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -153,8 +154,11 @@ class Compute:
                         raise client_gone() from None
         finally:
             loop.remove_reader(fd)
+        # the event loop (uvloop) leaves the pipe non-blocking, and an answer larger than the pipe's buffer is still
+        # being written when the first bytes arrive: read it whole, blocking, off the event loop
+        os.set_blocking(fd, True)
         try:
-            outcome: tuple[str, Any] = running.connection.recv()
+            outcome: tuple[str, Any] = await run_in_threadpool(running.connection.recv)
         except EOFError:
             code = running.process.exitcode
             raise RuntimeError(f"the computation process ended without an answer (exit code {code})") from None
