@@ -21,6 +21,7 @@ from .errors import ParameterError, UnknownAlgorithmError, UnsupportedAccountant
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
 from .reports import CalibrationReport, PrivacyReport, UtilityReport
+from .verification import simulator_for
 
 if TYPE_CHECKING:
     from .verification import Simulator
@@ -74,8 +75,6 @@ class AlgorithmFamily(ABC):
     assumptions: ClassVar[tuple[str, ...]] = ()
     bounds: ClassVar[tuple[BoundInfo, ...]] = ()
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
-    simulator: ClassVar[Simulator | None] = None
-    """Runs the algorithm on synthetic problems for verification jobs (None: the algorithm has no simulator)."""
     example: ClassVar[Mapping[str, Any]]
     """Valid hyperparameters, the privacy knob included (documentation examples; a test answers each)."""
     utility_example_extra: ClassVar[Mapping[str, Any]] = {}
@@ -85,6 +84,12 @@ class AlgorithmFamily(ABC):
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
     parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
+
+    @property
+    def simulator(self) -> Simulator | None:
+        """Runs the algorithm on synthetic problems for verification jobs: the one registered for this id
+        (:func:`accountants.verification.register_simulator`), or None."""
+        return simulator_for(self.id)
 
     def parse(self, params: Mapping[str, Any] | ParamsModel) -> ParamsModel:
         """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""

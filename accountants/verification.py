@@ -129,6 +129,24 @@ class Simulator(ABC):
             ) from None
 
 
+_SIMULATORS: dict[str, Simulator] = {}
+
+
+def register_simulator(algorithm: str, simulator: Simulator) -> Simulator:
+    """Make ``simulator`` the one that runs verification jobs for ``algorithm`` (each family's ``simulate`` module
+    registers its own; the family does not know its simulator)."""
+    known = _SIMULATORS.get(algorithm)
+    if known is not None and type(known) is not type(simulator):
+        raise RuntimeError(f"a second simulator registered for {algorithm!r}")
+    _SIMULATORS[algorithm] = simulator
+    return simulator
+
+
+def simulator_for(algorithm: str) -> Simulator | None:
+    """The simulator registered for ``algorithm``, if any."""
+    return _SIMULATORS.get(algorithm)
+
+
 def run_block(simulator: Simulator, plan: Plan, block: int) -> BlockResult:
     """Block ``block`` of ``plan`` (its size and random stream are fixed by the block index)."""
     return simulator.run_block(plan, block_rng(plan.seed, block), block_sizes(plan.trials)[block])

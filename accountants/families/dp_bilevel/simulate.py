@@ -10,9 +10,8 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator
-from .family import DpBilevel
-from .params import BilevelParams
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from .params import ALGORITHM_ID, BilevelParams
 from .plan import inner_multiplier, mechanisms
 from .problems import (
     MAX_SIMULATED_DIMENSION,
@@ -345,4 +344,4 @@ def _measured(p: BilevelParams, problem: Mapping[str, Any], seed: int, x_out: np
     return np.linalg.norm(x_out - projected, axis=1) / eta
 
 
-DpBilevel.simulator = BilevelSimulator()
+register_simulator(ALGORITHM_ID, BilevelSimulator())

@@ -22,7 +22,7 @@ from ...reports import (
     UtilityReport,
     choose_accountant,
 )
-from .params import DpSgdParams, steps_and_rule
+from .params import ALGORITHM_ID, DpSgdParams, steps_and_rule
 from .privacy import (
     _NOT_ASKED,
     _PAPER_REASON,
@@ -40,7 +40,7 @@ from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _requ
 
 @register
 class DpSgd(AlgorithmFamily):
-    id = "dp-sgd"
+    id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 60000,
         "batch_size": 256,

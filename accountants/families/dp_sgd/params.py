@@ -9,6 +9,8 @@ from typing import Literal
 from ...errors import FieldIssue
 from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
 
+ALGORITHM_ID = "dp-sgd"
+
 MAX_COUNT = 10**12
 
 

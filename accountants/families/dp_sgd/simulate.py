@@ -10,9 +10,8 @@ import numpy as np
 
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, bounded_count, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores
-from .family import DpSgd
-from .params import DpSgdParams
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores, register_simulator
+from .params import ALGORITHM_ID, DpSgdParams
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
 
@@ -185,4 +184,4 @@ def _train(
     return _logistic_loss(theta, features, labels)
 
 
-DpSgd.simulator = DpSgdSimulator()
+register_simulator(ALGORITHM_ID, DpSgdSimulator())

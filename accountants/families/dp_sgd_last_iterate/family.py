@@ -22,7 +22,7 @@ from ...reports import (
 )
 from .bounds import bounds_for
 from .paper import corollary_c2
-from .params import SOURCE, LastIterateParams, _steps
+from .params import ALGORITHM_ID, SOURCE, LastIterateParams, _steps
 from .text import _METHOD, _best, _bound_results, _conventions, _noise, _noise_multiplier, _order, _sigma, _warnings
 
 # -- the family ------------------------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ _UTILITY_REASON = (
 
 @register
 class DpSgdLastIterate(AlgorithmFamily):
-    id = "dp-sgd-last-iterate"
+    id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 10000,
         "batch_size": 10,

@@ -9,6 +9,8 @@ from typing import Literal
 from ...errors import FieldIssue
 from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
 
+ALGORITHM_ID = "dp-sgd-last-iterate"
+
 MAX_COUNT = 10**12
 SOURCE = "seed 004 (Kong & Ribero, last iterate of cyclically-traversed DP-SGD)"
 

@@ -10,9 +10,8 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, bounded_count, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator
-from .family import DpSgdLastIterate
-from .params import LastIterateParams
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from .params import ALGORITHM_ID, LastIterateParams
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
 
@@ -267,4 +266,4 @@ def _run_logistic(
     return BlockResult(**result)
 
 
-DpSgdLastIterate.simulator = LastIterateSimulator()
+register_simulator(ALGORITHM_ID, LastIterateSimulator())

@@ -25,7 +25,7 @@ from ...reports import (
     UtilityReport,
     choose_accountant,
 )
-from .params import ALGORITHM, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
+from .params import ALGORITHM, ALGORITHM_ID, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, mechanism
 from .privacy import (
     _RDP_METHOD,
@@ -47,7 +47,7 @@ from .utility import utility_bounds
 
 @register
 class PhasedOutputPerturbation(AlgorithmFamily):
-    id = "phased-output-perturbation"
+    id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "problem_class": "convex",
         "dataset_size": 4096,

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from ...errors import FieldIssue
 from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
 
+ALGORITHM_ID = "phased-output-perturbation"
+
 SOURCE = "seed 002 (Zhang, Thekumparampil, Oh & He, bring your own algorithm for DP stochastic minimax optimization)"
 MAX_COUNT = 10**12
 MAX_DIMENSION = 10**9

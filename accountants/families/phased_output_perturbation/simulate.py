@@ -13,9 +13,8 @@ import numpy as np
 from ...errors import FieldIssue, ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator
-from .family import PhasedOutputPerturbation
-from .params import CONSTANT_RANGE, PHASED, PhasedOutputPerturbationParams
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from .params import ALGORITHM_ID, CONSTANT_RANGE, PHASED, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, mechanism
 from .privacy import gdp_parameter, paper_failure_probability, releases_per_record
 from .utility import predicted_bound
@@ -322,4 +321,4 @@ def _prediction_note(cls: str, problem: Mapping[str, Any], mech: Mechanism, clam
     return text
 
 
-PhasedOutputPerturbation.simulator = PhasedOutputPerturbationSimulator()
+register_simulator(ALGORITHM_ID, PhasedOutputPerturbationSimulator())

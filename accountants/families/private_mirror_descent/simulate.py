@@ -11,9 +11,8 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator
-from .family import PrivateMirrorDescent
-from .params import SADDLE_VARIANTS, PrivateMirrorDescentParams
+from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from .params import ALGORITHM_ID, SADDLE_VARIANTS, PrivateMirrorDescentParams
 from .plan import Schedule, schedule
 from .utility import _EXPLICIT_SOURCE, ell12, explicit_gap_bound, regime
 
@@ -486,4 +485,4 @@ def _run_algorithm5(
     return counts / final, np.clip(llr, -1e6, 1e6)
 
 
-PrivateMirrorDescent.simulator = MirrorDescentSimulator()
+register_simulator(ALGORITHM_ID, MirrorDescentSimulator())

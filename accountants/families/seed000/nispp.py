@@ -47,7 +47,7 @@ from ...reports import (
     UtilityReport,
 )
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import Plan
+from ...verification import Plan, register_simulator
 from .accounting import account, calibrate
 from .answers import calibration_report, finite_bounds, privacy_report
 from .fields import (
@@ -503,4 +503,4 @@ def solve_prox(
     )
 
 
-Nispp.simulator = NisppSimulator()
+register_simulator(Nispp.id, NisppSimulator())

@@ -48,7 +48,7 @@ from ...reports import (
     UtilityReport,
 )
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import Plan
+from ...verification import Plan, register_simulator
 from .accounting import account, calibrate
 from .answers import calibration_report, finite_bounds, privacy_report, resolve_multiplier
 from .fields import (
@@ -600,4 +600,4 @@ class NsegSimulator(BilinearSimulator):
         return utility + audit
 
 
-Nseg.simulator = NsegSimulator()
+register_simulator(Nseg.id, NsegSimulator())
