@@ -24,29 +24,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import gdp
 from . import validation as check
-from .calibration import calibrate, calibrate_rdp
-from .conversions import Conversion, order_grid
-from .errors import CalibrationError, ParameterError
+from .conversions import order_grid
+from .errors import ParameterError
 from .params import ParamsModel
+from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
-from .rdp import RdpAccountant
 from .registry import AlgorithmFamily, Cost, Operation
 from .reports import (
-    AccountantResult,
     CalibrationReport,
     Conventions,
     Noise,
     PrivacyReport,
-    RdpCurve,
     UtilityReport,
     choose_accountant,
-    not_asked,
 )
-
-RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
-TIGHT_METHOD = "Gaussian DP of the plan's Gaussian releases, μ = (Σ z⁻²)^½, exact conversion (Balle & Wang 2018)"
 
 
 class PlannedFamily(AlgorithmFamily):
@@ -76,7 +68,7 @@ class PlannedFamily(AlgorithmFamily):
 
     def tight_reason(self, plan: MechanismPlan) -> str:
         """Why ``tight`` does not apply to a plan that is not a tree of Gaussian releases."""
-        return "the plan is not a composition of Gaussian releases; no tight accountant reads it: rdp applies"
+        return NOT_GAUSSIAN
 
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         self.parse(params)
@@ -102,23 +94,21 @@ class PlannedFamily(AlgorithmFamily):
         d = check.delta("delta", delta)
         value = self._knob_value(p)
         plan = self.plan(p, d)
-        accounted = plan.accounted_delta(d)
-        conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, order_grid(orders), refine)
-        if not math.isfinite(conversion.value):
+        answer = account_plan(plan, d, accountant, order_grid(orders), refine, self.tight_reason(plan))
+        if not math.isfinite(answer.conversion.value):
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
-        results = [self._rdp_result(conversion), self._tight(plan, accounted, accountant)]
-        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
+        chosen = choose_accountant(answer.results, accountant, supported=self.supported_accountants())
         return PrivacyReport(
             algorithm=self.id,
             epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # chosen results are applicable: ε is set
             delta=d,
             accountant=chosen.name,
-            optimal_order=conversion.optimal_order,
-            rdp=_curve(conversion),
-            accountants=tuple(results),
+            optimal_order=answer.conversion.optimal_order,
+            rdp=answer.curve,
+            accountants=answer.results,
             noise=self.noise(p, value),
             conventions=self.conventions(p, plan),
-            warnings=conversion.warnings,
+            warnings=answer.conversion.warnings,
         )
 
     def _calibrate(
@@ -134,23 +124,17 @@ class PlannedFamily(AlgorithmFamily):
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
         grid = order_grid(orders)
-        plan_at = self._plan_at(p, d)
-        accounted = plan_at(1.0).accounted_delta(d)
-        found = calibrate_rdp(
-            lambda noise: RdpAccountant(plan_at(noise).neighbouring).curve(plan_at(noise).event),
-            accounted,
-            target,
-            orders=grid,
-            parameter=self.knob.field,
-        )
-        rdp = self._rdp_result(found.conversion, self.knob.from_noise(found.noise))
-        tight = not_asked() if accountant == "rdp" else self._tight_calibration(plan_at, accounted, target)
+
+        def plan_at(noise: float) -> MechanismPlan:
+            return self.plan(p.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), d)
+
+        results = calibrate_plan(plan_at, d, target, self.knob, accountant, grid, self.tight_reason(plan_at(1.0)))
         chosen = choose_accountant(
-            [rdp, tight], accountant, key="calibrated_value", largest=not self.knob.larger_is_more_private
+            results, accountant, key="calibrated_value", largest=not self.knob.larger_is_more_private
         )
         value = float(chosen.calibrated_value)  # type: ignore[arg-type]  # set on every applicable result
         plan = plan_at(self.knob.as_noise(value))
-        conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, grid)
+        conversion = account_plan(plan, d, "rdp", grid).conversion
         noise = self.noise(p, value)
         return CalibrationReport(
             algorithm=self.id,
@@ -161,8 +145,8 @@ class PlannedFamily(AlgorithmFamily):
             epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # set on every applicable result
             accountant=chosen.name,
             optimal_order=conversion.optimal_order,
-            rdp=_curve(conversion),
-            accountants=(rdp, tight),
+            rdp=rdp_curve(conversion),
+            accountants=results,
             noise=noise,
             conventions=self.conventions(p, plan),
             utility=None,
@@ -174,8 +158,6 @@ class PlannedFamily(AlgorithmFamily):
             warnings=conversion.warnings,
         )
 
-    # -- helpers -----------------------------------------------------------------------------------------------
-
     def _knob_value(self, p: ParamsModel) -> float:
         value = getattr(p, self.knob.field)
         if value is None:
@@ -185,44 +167,3 @@ class PlannedFamily(AlgorithmFamily):
                 "a positive number",
             )
         return float(value)
-
-    def _plan_at(self, p: ParamsModel, delta: float) -> Any:
-        """The plan as a function of the knob on its noise scale (larger is more private)."""
-
-        def plan_at(noise: float) -> MechanismPlan:
-            return self.plan(p.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), delta)
-
-        return plan_at
-
-    def _rdp_result(self, conversion: Conversion, calibrated: float | None = None) -> AccountantResult:
-        return AccountantResult(
-            "rdp",
-            True,
-            conversion.value,
-            "certified upper bound",
-            RDP_METHOD,
-            optimal_order=conversion.optimal_order,
-            calibrated_value=calibrated,
-        )
-
-    def _tight(self, plan: MechanismPlan, delta: float, accountant: str) -> AccountantResult:
-        if accountant == "rdp":
-            return not_asked()
-        if not gdp.is_gaussian(plan.event):
-            return AccountantResult("tight", False, reason=self.tight_reason(plan))
-        return AccountantResult("tight", True, gdp.epsilon(plan.event, delta), "exact", TIGHT_METHOD)
-
-    def _tight_calibration(self, plan_at: Any, delta: float, target: float) -> AccountantResult:
-        if not gdp.is_gaussian(plan_at(1.0).event):
-            return AccountantResult("tight", False, reason=self.tight_reason(plan_at(1.0)))
-        try:
-            found = calibrate(lambda noise: gdp.epsilon(plan_at(noise).event, delta), target, parameter=self.knob.field)
-        except CalibrationError as error:
-            return AccountantResult("tight", False, reason=str(error))
-        value = self.knob.from_noise(found.noise)
-        return AccountantResult("tight", True, found.epsilon, "exact", TIGHT_METHOD, calibrated_value=value)
-
-
-def _curve(conversion: Conversion) -> RdpCurve:
-    eps = tuple(float(e) if math.isfinite(e) else None for e in conversion.rdp)
-    return RdpCurve(tuple(float(a) for a in conversion.orders), eps)  # type: ignore[arg-type]  # None: infinite

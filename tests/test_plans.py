@@ -60,3 +60,23 @@ def test_the_generic_accountant_on_the_plan_is_the_family_rdp(algorithm, params)
 def test_last_iterate_accounting_is_a_theorem_not_a_plan():
     family = registry.get("dp-sgd-last-iterate")
     assert family.plan(family.example, DELTA) is None
+
+
+def test_account_plan_reads_any_event_tree_and_spends_the_reserved_delta():
+    """The spine's answer for a plan (what /v1/compose will serve): rdp on any tree, tight only for Gaussian trees."""
+    from accountants.errors import ParameterError
+    from accountants.events import ComposedEvent, GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+    from accountants.mechanisms.gaussian import gaussian_epsilon
+    from accountants.plan_accounting import account_plan
+    from accountants.plans import MechanismPlan
+
+    mixed = ComposedEvent((GaussianEvent(2.0), SelfComposedEvent(PoissonSampledEvent(0.01, GaussianEvent(1.0)), 100)))
+    answer = account_plan(MechanismPlan(mixed, "add-remove", reserved_delta=DELTA / 2), DELTA)
+    rdp, tight = answer.results
+    assert rdp.epsilon == RdpAccountant("add-remove").epsilon(mixed, DELTA / 2).value
+    assert not tight.applicable and "not a composition of Gaussian releases" in tight.reason
+    gaussians = ComposedEvent((GaussianEvent(2.0), SelfComposedEvent(GaussianEvent(4.0), 12)))  # μ² = 1/4 + 12/16 = 1
+    _, exact = account_plan(MechanismPlan(gaussians, "replace-one"), DELTA).results
+    assert exact.epsilon == pytest.approx(gaussian_epsilon(1.0, DELTA), rel=1e-12)
+    with pytest.raises(ParameterError, match="delta"):
+        account_plan(MechanismPlan(mixed, "add-remove", reserved_delta=DELTA), DELTA)

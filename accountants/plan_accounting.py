@@ -1,0 +1,117 @@
+"""Privacy and calibration of a mechanism plan by the generic accountants, written once.
+
+:func:`account_plan` answers ε at δ for a :class:`~accountants.plans.MechanismPlan`: ``rdp`` (the RDP accountant on
+its event tree, improved conversion) and ``tight`` (exact Gaussian DP where the tree is made of Gaussian releases).
+:func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob. Families
+(:class:`~accountants.family.PlannedFamily`) and compositions over HTTP build their answers from these.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import gdp
+from .calibration import calibrate, calibrate_rdp
+from .conversions import Conversion
+from .errors import CalibrationError
+from .plans import Knob, MechanismPlan
+from .rdp import RdpAccountant
+from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
+
+RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
+TIGHT_METHOD = "Gaussian DP of the plan's Gaussian releases, μ = (Σ z⁻²)^½, exact conversion (Balle & Wang 2018)"
+NOT_GAUSSIAN = "the plan is not a composition of Gaussian releases; no tight accountant reads it: rdp applies"
+
+PlanAt = Callable[[float], MechanismPlan]
+"""Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.as_noise`)."""
+
+
+@dataclass(frozen=True)
+class PlanAccounting:
+    """Every generic accountant's answer for one plan at δ (``rdp`` first), and the Rényi conversion behind rdp."""
+
+    conversion: Conversion
+    results: tuple[AccountantResult, ...]
+
+    @property
+    def curve(self) -> RdpCurve:
+        return rdp_curve(self.conversion)
+
+
+def account_plan(
+    plan: MechanismPlan,
+    delta: float,
+    accountant: str = "best",
+    orders: np.ndarray | None = None,
+    refine: bool = True,
+    tight_reason: str = NOT_GAUSSIAN,
+) -> PlanAccounting:
+    """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight."""
+    accounted = plan.accounted_delta(delta)
+    conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
+    if accountant == "rdp":
+        tight = not_asked()
+    elif not gdp.is_gaussian(plan.event):
+        tight = AccountantResult("tight", False, reason=tight_reason)
+    else:
+        tight = AccountantResult(
+            "tight", True, gdp.epsilon(plan.event, accounted), "exact", TIGHT_METHOD, kind=Guarantee.EXACT
+        )
+    return PlanAccounting(conversion, (rdp_result(conversion), tight))
+
+
+def calibrate_plan(
+    plan_at: PlanAt,
+    delta: float,
+    target: float,
+    knob: Knob,
+    accountant: str = "best",
+    orders: np.ndarray | None = None,
+    tight_reason: str = NOT_GAUSSIAN,
+) -> tuple[AccountantResult, AccountantResult]:
+    """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
+    the knob in its own units. Raises :class:`CalibrationError` where rdp cannot meet the target."""
+    accounted = plan_at(1.0).accounted_delta(delta)
+    found = calibrate_rdp(
+        lambda noise: RdpAccountant(plan_at(noise).neighbouring).curve(plan_at(noise).event),
+        accounted,
+        target,
+        orders=orders,
+        parameter=knob.field,
+    )
+    rdp = rdp_result(found.conversion, knob.from_noise(found.noise))
+    if accountant == "rdp":
+        return rdp, not_asked()
+    if not gdp.is_gaussian(plan_at(1.0).event):
+        return rdp, AccountantResult("tight", False, reason=tight_reason)
+    try:
+        exact = calibrate(lambda noise: gdp.epsilon(plan_at(noise).event, accounted), target, parameter=knob.field)
+    except CalibrationError as error:
+        return rdp, AccountantResult("tight", False, reason=str(error))
+    value = knob.from_noise(exact.noise)
+    tight = AccountantResult(
+        "tight", True, exact.epsilon, "exact", TIGHT_METHOD, calibrated_value=value, kind=Guarantee.EXACT
+    )
+    return rdp, tight
+
+
+def rdp_result(conversion: Conversion, calibrated: float | None = None) -> AccountantResult:
+    return AccountantResult(
+        "rdp",
+        True,
+        conversion.value,
+        "certified upper bound",
+        RDP_METHOD,
+        optimal_order=conversion.optimal_order,
+        calibrated_value=calibrated,
+    )
+
+
+def rdp_curve(conversion: Conversion) -> RdpCurve:
+    """The conversion's curve on its orders (None where ε(α) is infinite)."""
+    eps = tuple(float(e) if math.isfinite(e) else None for e in conversion.rdp)
+    return RdpCurve(tuple(float(a) for a in conversion.orders), eps)  # type: ignore[arg-type]  # None: infinite
