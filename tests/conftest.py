@@ -1,4 +1,6 @@
-"""Shared fixtures: a real uvicorn server on loopback, started by the tests themselves."""
+"""Shared fixtures: a real uvicorn server on loopback, started by the tests themselves.
+
+No web import at module level: library tests run without the web stack (httpx is imported where a server is used)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
+
+if TYPE_CHECKING:
+    import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +48,8 @@ def start_server(env: dict[str, str] | None = None, *args: str) -> tuple[subproc
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    import httpx
+
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -110,5 +117,7 @@ def live_server() -> Iterator[str]:
 
 @pytest.fixture
 def http(live_server: str) -> Iterator[httpx.Client]:
+    import httpx
+
     with httpx.Client(base_url=live_server, timeout=60) as client:
         yield client

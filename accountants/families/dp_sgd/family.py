@@ -179,7 +179,7 @@ class DpSgd(AlgorithmFamily):
         target = check.positive("target_epsilon", target_epsilon)
         d = check.delta("delta", delta)
         grid = order_grid(orders, default=None)
-        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid), ())
+        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid))
 
     def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
         self.parse(params)
@@ -194,7 +194,6 @@ def _calibrate_cached(
     d: float,
     accountant: str,
     grid: tuple[float, ...] | None,
-    warnings: tuple[str, ...],
 ) -> CalibrationReport:
     steps, rule = steps_and_rule(p)
     orders = None if grid is None else np.array(grid)
@@ -237,5 +236,5 @@ def _calibrate_cached(
         paper_reason=_PAPER_REASON,
         calibrated_parameter="noise_multiplier",
         calibrated_value=z,
-        warnings=warnings + conversion.warnings + tuple(_notes(p)),
+        warnings=conversion.warnings + tuple(_notes(p)),
     )
