@@ -47,132 +47,163 @@ class LinearBound:
 
 def bounds_for(p: LastIterateParams, steps: int) -> list[LinearBound]:
     """Every bound of the family for these hyperparameters, as K in ε(α) = K·α/z² (z = noise multiplier)."""
-    lam, C, b, m, M = p.stepsize, p.clip_norm, p.batch_size, p.weak_convexity, p.smoothness
-    ell = p.steps_per_pass
-    passes, uses = steps // ell, -(-steps // ell)
-    x = l_lambda_squared_minus_one(lam, m, M, p.l_lambda_form)
-    clipped_limit = math.inf if M + m == 0 else 1.0 / (2.0 * (M + m))
-    unclipped_limit = math.inf if M + m == 0 else 1.0 / (M + m)
-    inactive = p.clipping == "inactive"
-    small_clipped = Assumption(
-        f"stepsize ≤ 1/(2(M+m)) = {clipped_limit:.6g}", lam <= clipped_limit, f"stepsize = {lam:.6g}"
-    )
-    small_unclipped = Assumption(
-        f"stepsize ≤ 1/(M+m) = {unclipped_limit:.6g}", lam <= unclipped_limit, f"stepsize = {lam:.6g}"
-    )
-    no_clipping = Assumption(
-        "clipping never active along either trajectory (condition (18))",
-        inactive,
-        "asserted by clipping='inactive'" if inactive else "clipping='active'",
-    )
-    printed = p.constant == "printed"
-
-    def thm23(theta_value: float) -> float:
-        return 4.0 * (1.0 + passes * theta_value) if printed else 2.0 * (1.0 + (uses - 1) * theta_value)
-
-    constant_text = "printed 4α" if printed else "proof-level 2α, 1 + (⌈T/ℓ⌉ − 1)θ"
-    out: list[LinearBound] = []
-
-    # Theorem 2.2: in z units, σ = λzC/b ⇒ α/(2σ²)(L d_h + 2λC/b)² = α/(2z²)·(L d_h b/(λC) + 2)²
-    if p.diameter is None:
-        out.append(
-            LinearBound(
-                "Theorem 2.2 (bounded domain)",
-                f"{SOURCE}, Theorem 2.2, eq. (16)",
-                None,
-                (Assumption("dom h bounded with diameter d_h", False, "diameter not given"),),
-                "last iterate",
-                "needs a bounded domain: give diameter",
-            )
-        )
-    else:
-        step_ok, limit = (small_unclipped, unclipped_limit) if inactive else (small_clipped, clipped_limit)
-        factor = math.sqrt(1.0 + x) * (1.0 if inactive else math.sqrt(2.0))
-        ratio = factor * p.diameter * b / (lam * C)
-        representable = Assumption(
-            "coefficient ½(√(1+x)·d_h·b/(λC) + 2)² within floating point", ratio < 1e150, f"d_h·b/(λC) ≈ {ratio:.3g}"
-        )
-        conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok, representable)
-        failed = [f"stepsize {lam:.6g} > {limit:.6g}"] if not step_ok.holds else []
-        if not representable.holds:
-            failed.append("vacuous: its coefficient overflows floating point")
-        label = "L_λ (condition (18))" if inactive else "√2·L_λ (clipping may be active; erratum 3)"
-        out.append(
-            LinearBound(
-                f"Theorem 2.2 (bounded domain, {label})",
-                f"{SOURCE}, Theorem 2.2, eq. (16)",
-                None if failed else 0.5 * (ratio + 2.0) ** 2,
-                conditions,
-                "last iterate",
-                "; ".join(failed) or None,
-            )
-        )
-
-    k17 = thm23(theta(1.0 + 2.0 * x, ell))
-    out.append(
-        LinearBound(
-            f"Theorem 2.3, eq. (17) (clipping allowed; {constant_text})",
-            f"{SOURCE}, Theorem 2.3, eq. (17)",
-            k17 if small_clipped.holds else None,
-            (small_clipped,),
-            "last iterate",
-            None if small_clipped.holds else f"stepsize {lam:.6g} > 1/(2(M+m)) = {clipped_limit:.6g}",
-        )
-    )
-
-    k19 = thm23(theta(x, ell))
-    ok19 = inactive and small_unclipped.holds
-    reason19 = (
-        None
-        if ok19
-        else (
-            "needs clipping='inactive' (condition (18))"
-            if not inactive
-            else f"stepsize {lam:.6g} > 1/(M+m) = {unclipped_limit:.6g}"
-        )
-    )
-    out.append(
-        LinearBound(
-            f"Theorem 2.3, eq. (19) (no clipping; {constant_text})",
-            f"{SOURCE}, Theorem 2.3, eq. (19)",
-            k19 if ok19 else None,
-            (no_clipping, small_unclipped),
-            "last iterate",
-            reason19,
-        )
-    )
-
-    # Corollary C.3: 4α(C/(bσ))²(1+θ) = 4α(1+θ)/(λz)². Its proof bounds λ²(1 + Eθ) by 1 + θ, which needs λ ≤ 1/√E
-    # and λ ≤ 1; the printed min{1/√E, …} says nothing when E = 0 (T < ℓ), where λ ≤ 1 is still required.
-    e_limit = 1.0 / math.sqrt(max(passes, 1))
-    small_e = Assumption(
-        f"stepsize ≤ 1/√max(E, 1) = {e_limit:.6g}",
-        lam <= e_limit,
-        f"E = {passes}" + ("; for E = 0 the proof still needs stepsize ≤ 1" if passes == 0 else ""),
-    )
-    ok_c3 = inactive and small_clipped.holds and small_e.holds
-    kc3 = 4.0 * (1.0 + theta(x, ell)) / (lam * lam)
-    out.append(
-        LinearBound(
-            "Corollary C.3 (E-independent)",
-            f"{SOURCE}, Corollary C.3",
-            kc3 if ok_c3 else None,
-            (no_clipping, small_clipped, small_e),
-            "last iterate",
-            None if ok_c3 else "; ".join(c.statement for c in (no_clipping, small_clipped, small_e) if not c.holds),
-        )
-    )
-
-    out.append(
+    s = _Setting.of(p, steps)
+    return [
+        _theorem_2_2(p, s),
+        _theorem_2_3(s, "17", "clipping allowed", s.thm23(theta(1.0 + 2.0 * s.x, s.ell))),
+        _theorem_2_3(s, "19", "no clipping", s.thm23(theta(s.x, s.ell))),
+        _corollary_c3(s),
         LinearBound(
             "Composition of the Gaussian steps (swap adjacency)",
             "Gaussian mechanism per use of the record, sensitivity 2λC/b (Mironov 2017); not from seed 004",
-            2.0 * uses,
+            2.0 * s.uses,
             (Assumption("none (valid for every configuration)", True),),
             "every iterate",
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What the theorems share: stepsize λ, passes E = ⌊T/ℓ⌋ and uses ⌈T/ℓ⌉, x = L_λ² − 1, the stepsize limits
+    and the clipping assertion."""
+
+    stepsize: float
+    ell: int
+    passes: int
+    uses: int
+    x: float
+    inactive: bool
+    printed: bool
+    clipped_limit: float
+    unclipped_limit: float
+    small_clipped: Assumption
+    small_unclipped: Assumption
+    no_clipping: Assumption
+
+    @classmethod
+    def of(cls, p: LastIterateParams, steps: int) -> _Setting:
+        lam, m, M = p.stepsize, p.weak_convexity, p.smoothness
+        ell = p.steps_per_pass
+        clipped_limit = math.inf if M + m == 0 else 1.0 / (2.0 * (M + m))
+        unclipped_limit = math.inf if M + m == 0 else 1.0 / (M + m)
+        inactive = p.clipping == "inactive"
+        return cls(
+            stepsize=lam,
+            ell=ell,
+            passes=steps // ell,
+            uses=-(-steps // ell),
+            x=l_lambda_squared_minus_one(lam, m, M, p.l_lambda_form),
+            inactive=inactive,
+            printed=p.constant == "printed",
+            clipped_limit=clipped_limit,
+            unclipped_limit=unclipped_limit,
+            small_clipped=Assumption(
+                f"stepsize ≤ 1/(2(M+m)) = {clipped_limit:.6g}", lam <= clipped_limit, f"stepsize = {lam:.6g}"
+            ),
+            small_unclipped=Assumption(
+                f"stepsize ≤ 1/(M+m) = {unclipped_limit:.6g}", lam <= unclipped_limit, f"stepsize = {lam:.6g}"
+            ),
+            no_clipping=Assumption(
+                "clipping never active along either trajectory (condition (18))",
+                inactive,
+                "asserted by clipping='inactive'" if inactive else "clipping='active'",
+            ),
         )
+
+    def thm23(self, theta_value: float) -> float:
+        """Theorem 2.3's coefficient: printed 4(1 + Eθ), or the proof's 2(1 + (⌈T/ℓ⌉ − 1)θ)."""
+        if self.printed:
+            return 4.0 * (1.0 + self.passes * theta_value)
+        return 2.0 * (1.0 + (self.uses - 1) * theta_value)
+
+    @property
+    def constant_text(self) -> str:
+        return "printed 4α" if self.printed else "proof-level 2α, 1 + (⌈T/ℓ⌉ − 1)θ"
+
+
+def _theorem_2_2(p: LastIterateParams, s: _Setting) -> LinearBound:
+    """Theorem 2.2: in z units, σ = λzC/b ⇒ α/(2σ²)(L d_h + 2λC/b)² = α/(2z²)·(L d_h b/(λC) + 2)²."""
+    if p.diameter is None:
+        return LinearBound(
+            "Theorem 2.2 (bounded domain)",
+            f"{SOURCE}, Theorem 2.2, eq. (16)",
+            None,
+            (Assumption("dom h bounded with diameter d_h", False, "diameter not given"),),
+            "last iterate",
+            "needs a bounded domain: give diameter",
+        )
+    lam = s.stepsize
+    step_ok, limit = (s.small_unclipped, s.unclipped_limit) if s.inactive else (s.small_clipped, s.clipped_limit)
+    factor = math.sqrt(1.0 + s.x) * (1.0 if s.inactive else math.sqrt(2.0))
+    ratio = factor * p.diameter * p.batch_size / (lam * p.clip_norm)
+    representable = Assumption(
+        "coefficient ½(√(1+x)·d_h·b/(λC) + 2)² within floating point", ratio < 1e150, f"d_h·b/(λC) ≈ {ratio:.3g}"
     )
-    return out
+    conditions = (Assumption(f"dom h bounded with diameter d_h = {p.diameter:g}", True), step_ok, representable)
+    failed = [f"stepsize {lam:.6g} > {limit:.6g}"] if not step_ok.holds else []
+    if not representable.holds:
+        failed.append("vacuous: its coefficient overflows floating point")
+    label = "L_λ (condition (18))" if s.inactive else "√2·L_λ (clipping may be active; erratum 3)"
+    return LinearBound(
+        f"Theorem 2.2 (bounded domain, {label})",
+        f"{SOURCE}, Theorem 2.2, eq. (16)",
+        None if failed else 0.5 * (ratio + 2.0) ** 2,
+        conditions,
+        "last iterate",
+        "; ".join(failed) or None,
+    )
+
+
+def _theorem_2_3(s: _Setting, equation: str, clipping: str, coefficient: float) -> LinearBound:
+    """Theorem 2.3, eq. (17) (clipping allowed, λ ≤ 1/(2(M+m))) or eq. (19) (no clipping, λ ≤ 1/(M+m))."""
+    lam = s.stepsize
+    if equation == "17":
+        ok = s.small_clipped.holds
+        conditions: tuple[Assumption, ...] = (s.small_clipped,)
+        reason = None if ok else f"stepsize {lam:.6g} > 1/(2(M+m)) = {s.clipped_limit:.6g}"
+    else:
+        ok = s.inactive and s.small_unclipped.holds
+        conditions = (s.no_clipping, s.small_unclipped)
+        reason = (
+            None
+            if ok
+            else (
+                "needs clipping='inactive' (condition (18))"
+                if not s.inactive
+                else f"stepsize {lam:.6g} > 1/(M+m) = {s.unclipped_limit:.6g}"
+            )
+        )
+    return LinearBound(
+        f"Theorem 2.3, eq. ({equation}) ({clipping}; {s.constant_text})",
+        f"{SOURCE}, Theorem 2.3, eq. ({equation})",
+        coefficient if ok else None,
+        conditions,
+        "last iterate",
+        reason,
+    )
+
+
+def _corollary_c3(s: _Setting) -> LinearBound:
+    """Corollary C.3: 4α(C/(bσ))²(1+θ) = 4α(1+θ)/(λz)². Its proof bounds λ²(1 + Eθ) by 1 + θ, which needs
+    λ ≤ 1/√E and λ ≤ 1; the printed min{1/√E, …} says nothing when E = 0 (T < ℓ), where λ ≤ 1 is still required."""
+    lam = s.stepsize
+    e_limit = 1.0 / math.sqrt(max(s.passes, 1))
+    small_e = Assumption(
+        f"stepsize ≤ 1/√max(E, 1) = {e_limit:.6g}",
+        lam <= e_limit,
+        f"E = {s.passes}" + ("; for E = 0 the proof still needs stepsize ≤ 1" if s.passes == 0 else ""),
+    )
+    conditions = (s.no_clipping, s.small_clipped, small_e)
+    ok = s.inactive and s.small_clipped.holds and small_e.holds
+    return LinearBound(
+        "Corollary C.3 (E-independent)",
+        f"{SOURCE}, Corollary C.3",
+        4.0 * (1.0 + theta(s.x, s.ell)) / (lam * lam) if ok else None,
+        conditions,
+        "last iterate",
+        None if ok else "; ".join(c.statement for c in conditions if not c.holds),
+    )
 
 
 def linear_gaussian_exact_rdp(
