@@ -73,89 +73,12 @@ class MirrorDescentSimulator(Simulator):
         pr: MirrorDescentProblem = problem  # type: ignore[assignment]
         report = privacy()
         sched = schedule(p)
-        saddle = p.variant in SADDLE_VARIANTS
-        kind = pr.kind or ("matrix-game" if saddle else "linear")
-        if (kind == "matrix-game") != saddle:
-            raise ParameterError.single(
-                "problem.kind",
-                f"{kind} does not fit variant {p.variant}",
-                "matrix-game for the saddle-point variants, linear for sco",
-                kind,
-            )
+        kind, scale = _checked_problem(p, pr)
+        resolved = _resolved(p, sched, kind, scale, seed)
+        prediction, source, note = _prediction(p, sched, checks)
         d1, d2 = p.dimension_x, (p.dimension_y or 1)
-        for name, value in (("dimension_x", d1), ("dimension_y", d2)):
-            if value > MAX_SIMULATED_VERTICES:
-                raise ParameterError.single(
-                    name,
-                    f"exceeds {MAX_SIMULATED_VERTICES}, the largest simplex verification jobs simulate",
-                    f"an integer in [2, {MAX_SIMULATED_VERTICES}] for verification jobs",
-                    value,
-                )
-        limit = min(p.lipschitz, p.smoothness) if kind == "matrix-game" else p.lipschitz
-        if limit <= 0.0:
-            raise ParameterError.single(
-                "smoothness",
-                "must be > 0 for the matrix game (its gradients are Lipschitz with constant c > 0)",
-                "> 0",
-                p.smoothness,
-            )
-        scale = pr.scale if pr.scale is not None else limit
-        if scale > limit * (1.0 + 1e-12):
-            raise ParameterError.single(
-                "problem.scale",
-                "must respect the declared constants (c ≤ lipschitz" + (", c ≤ smoothness)" if saddle else ")"),
-                f"a number in (0, {limit:g}]",
-                scale,
-            )
-        eta = p.stepsize
-        assert eta is not None
-        resolved: dict[str, Any] = {
-            "kind": kind,
-            "scale": scale,
-            "dimension_x": d1,
-            "variant": p.variant,
-            "steps": sched.steps,
-            "samples_per_step": sched.samples_per_step,
-            "epsilon0": sched.epsilon0(eta),
-            "samples_composed": sched.count,
-        }
-        if kind == "matrix-game":
-            matrix = _game_matrix(seed, d1, d2, scale)
-            resolved |= {"dimension_y": d2, "value": game_value(matrix)}
-        else:
-            vector = _linear_vector(seed, d1, scale)
-            resolved |= {"minimum": float(vector.min())}
-        if sched.max_level is not None:
-            resolved["max_level"] = sched.max_level
-        if p.variant == "sco":
-            resolved |= {
-                "warmup_steps": p.warmup_steps or 1,
-                "refresh_period": p.refresh_period or 1,
-                "final_samples": p.final_samples or sched.samples_per_step,
-            }
-        prediction = source = note = None
-        if "utility" in checks:
-            if p.variant in ("first-order", "second-order"):
-                prediction = explicit_gap_bound(
-                    sched.steps,
-                    sched.samples_per_step,
-                    eta,
-                    ell12(p),
-                    p.lipschitz,
-                    p.smoothness,
-                    p.second_order_smoothness or 0.0,
-                    regime(p),
-                )
-                source = _EXPLICIT_SOURCE
-            else:
-                note = (
-                    f"variant {p.variant}: the paper's bound is a rate whose constants are lost (Theorem "
-                    f"{'3.14' if p.variant == 'bias-reduced' else '4.2'}); measured only"
-                )
-        per_step = _work_per_step(p, d1, d2, sched)
-        steps = sched.steps
         runs = (1 if "utility" in checks else 0) + (2 if "privacy-audit" in checks else 0)
-        work = trials * runs * steps * per_step + 10.0 * d1 * d2 * steps
+        work = trials * runs * sched.steps * _work_per_step(p, d1, d2, sched) + 10.0 * d1 * d2 * sched.steps
         record = (
             "record 1 = r = c·s tᵀ (s, t alternating ±1), in the first batch"
             if kind == "matrix-game"
@@ -212,6 +135,101 @@ class MirrorDescentSimulator(Simulator):
                 result["score_in"] = _run_algorithm5(vector, pb, p, rng, trials, True)[1]
                 result["score_out"] = _run_algorithm5(vector, pb, p, rng, trials, False)[1]
         return BlockResult(**result)
+
+
+def _checked_problem(p: PrivateMirrorDescentParams, pr: MirrorDescentProblem) -> tuple[str, float]:
+    """The problem's kind and scale c, refused (422) where they do not fit the variant or the declared constants."""
+    saddle = p.variant in SADDLE_VARIANTS
+    kind = pr.kind or ("matrix-game" if saddle else "linear")
+    if (kind == "matrix-game") != saddle:
+        raise ParameterError.single(
+            "problem.kind",
+            f"{kind} does not fit variant {p.variant}",
+            "matrix-game for the saddle-point variants, linear for sco",
+            kind,
+        )
+    for name, value in (("dimension_x", p.dimension_x), ("dimension_y", p.dimension_y or 1)):
+        if value > MAX_SIMULATED_VERTICES:
+            raise ParameterError.single(
+                name,
+                f"exceeds {MAX_SIMULATED_VERTICES}, the largest simplex verification jobs simulate",
+                f"an integer in [2, {MAX_SIMULATED_VERTICES}] for verification jobs",
+                value,
+            )
+    limit = min(p.lipschitz, p.smoothness) if kind == "matrix-game" else p.lipschitz
+    if limit <= 0.0:
+        raise ParameterError.single(
+            "smoothness",
+            "must be > 0 for the matrix game (its gradients are Lipschitz with constant c > 0)",
+            "> 0",
+            p.smoothness,
+        )
+    scale = pr.scale if pr.scale is not None else limit
+    if scale > limit * (1.0 + 1e-12):
+        raise ParameterError.single(
+            "problem.scale",
+            "must respect the declared constants (c ≤ lipschitz" + (", c ≤ smoothness)" if saddle else ")"),
+            f"a number in (0, {limit:g}]",
+            scale,
+        )
+    return kind, scale
+
+
+def _resolved(p: PrivateMirrorDescentParams, sched: Schedule, kind: str, scale: float, seed: int) -> dict[str, Any]:
+    """The synthetic problem with every setting resolved (the game's value, or the linear loss's minimum)."""
+    eta = p.stepsize
+    assert eta is not None
+    d1, d2 = p.dimension_x, (p.dimension_y or 1)
+    resolved: dict[str, Any] = {
+        "kind": kind,
+        "scale": scale,
+        "dimension_x": d1,
+        "variant": p.variant,
+        "steps": sched.steps,
+        "samples_per_step": sched.samples_per_step,
+        "epsilon0": sched.epsilon0(eta),
+        "samples_composed": sched.count,
+    }
+    if kind == "matrix-game":
+        matrix = _game_matrix(seed, d1, d2, scale)
+        resolved |= {"dimension_y": d2, "value": game_value(matrix)}
+    else:
+        vector = _linear_vector(seed, d1, scale)
+        resolved |= {"minimum": float(vector.min())}
+    if sched.max_level is not None:
+        resolved["max_level"] = sched.max_level
+    if p.variant == "sco":
+        resolved |= {
+            "warmup_steps": p.warmup_steps or 1,
+            "refresh_period": p.refresh_period or 1,
+            "final_samples": p.final_samples or sched.samples_per_step,
+        }
+    return resolved
+
+
+def _prediction(
+    p: PrivateMirrorDescentParams, sched: Schedule, checks: tuple[str, ...]
+) -> tuple[float | None, str | None, str | None]:
+    """(predicted gap, its source, a note): the explicit bound [D] for Algorithm 1, measured only otherwise."""
+    if "utility" not in checks:
+        return None, None, None
+    if p.variant in ("first-order", "second-order"):
+        bound = explicit_gap_bound(
+            sched.steps,
+            sched.samples_per_step,
+            p.stepsize,  # type: ignore[arg-type]  # set: privacy was answered
+            ell12(p),
+            p.lipschitz,
+            p.smoothness,
+            p.second_order_smoothness or 0.0,
+            regime(p),
+        )
+        return bound, _EXPLICIT_SOURCE, None
+    note = (
+        f"variant {p.variant}: the paper's bound is a rate whose constants are lost (Theorem "
+        f"{'3.14' if p.variant == 'bias-reduced' else '4.2'}); measured only"
+    )
+    return None, None, note
 
 
 def _work_per_step(p: PrivateMirrorDescentParams, d1: int, d2: int, sched: Schedule) -> float:
