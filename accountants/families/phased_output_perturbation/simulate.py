@@ -156,27 +156,8 @@ class PhasedOutputPerturbationSimulator(Simulator):
             **strong,
         }
         built = synthetic.build(cls, consts, seed)
-        utility_probability = paper_failure_probability(cls, delta)
-        radius = float(built.get("radius", 1.0))
         ell_b = float(np.linalg.norm(np.array(built["a"]), 2)) if "a" in built else 0.0
-        phases, iterations, clamped = [], 0, False
-        for r in mech.releases:
-            phase: dict[str, Any] = {
-                "algorithm": r.algorithm,
-                "mu_k": r.mu_k,
-                "sigma": r.noise_std,
-                "accuracy": r.accuracy_required,
-            }
-            if cls in ("c-c", "c-sc"):
-                other = mech.regularization if cls == "c-c" else p.mu_y
-                heavy, light = max(r.mu_k, other), min(r.mu_k, other)  # type: ignore[type-var, arg-type]
-                floor = 1e-13 * radius * synthetic.extragradient_constant(ell_b, light)
-                tol = math.sqrt(certified_accuracy(r, utility_probability) / heavy)
-                clamped = clamped or tol < floor
-                estimate = synthetic.extragradient_iterations(ell_b, light, radius, max(tol, floor))
-                phase |= {"tol": max(tol, floor), "cap": synthetic.ITERATION_CAP_FACTOR * estimate + 100}
-                iterations += estimate
-            phases.append(phase)
+        phases, iterations, clamped = _phases(p, mech, built, paper_failure_probability(cls, delta), ell_b)
         resolved: dict[str, Any] = built | {
             "problem_class": cls,
             "records": n,
@@ -194,32 +175,9 @@ class PhasedOutputPerturbationSimulator(Simulator):
         exact = None
         exact_note = None
         if "privacy-audit" in checks:
-            if setup > AUDIT_SETUP_BUDGET:
-                raise ParameterError.single(
-                    "regularization" if cls in PHASED else "dataset_size",
-                    f"the audit's exact phase-1 solutions would take about {setup:.3g} operations, above "
-                    f"{AUDIT_SETUP_BUDGET:.3g}: reduce dataset_size or the dimensions"
-                    + (", or raise regularization" if cls in ("c-c", "c-sc") else ""),
-                    "a configuration whose audit set-up is cheaper",
-                )
-            if cls in ("c-c", "c-sc"):
-                other = mech.regularization if cls == "c-c" else p.mu_y
-                light = min(mech.releases[0].mu_k, other)  # type: ignore[type-var, arg-type]
-                tol = 1e-11 * radius * synthetic.extragradient_constant(ell_b, light)
-                resolved |= {
-                    "audit_tol": tol,
-                    "audit_cap": synthetic.ITERATION_CAP_FACTOR
-                    * synthetic.extragradient_iterations(ell_b, light, radius, tol)
-                    + 100,
-                }
-            audit = synthetic.audit_releases(cls, resolved, phases, pr.audit_solver == "worst-case", seed)
-            resolved["audit"] = audit
-            mu_sim = synthetic.audit_gdp(audit)
-            exact = gdp_epsilon(mu_sim, delta) if mu_sim > 0 else 0.0
-            exact_note = (
-                f"analytic Gaussian (Balle & Wang 2018) of the simulated pair: μ = {mu_sim:.6g} (the accountant's "
-                f"μ = {gdp_parameter(cls, z):.6g}); deterministic solver, so no δ_fail; {pr.audit_solver} base solver"
-            )
+            exact, exact_note = _audit_setup(p, pr, mech, resolved, setup, ell_b, delta, seed)
+            exact_note += f" (the accountant's μ = {gdp_parameter(cls, z):.6g}); deterministic solver, so no δ_fail; "
+            exact_note += f"{pr.audit_solver} base solver"
 
         prediction = source = note = None
         if "utility" in checks:
@@ -260,6 +218,76 @@ class PhasedOutputPerturbationSimulator(Simulator):
         if "utility" in plan.checks:
             result["utility"] = synthetic.run_utility(problem["problem_class"], problem, problem["phases"], rng, trials)
         return BlockResult(**result)
+
+
+def _phases(
+    p: PhasedOutputPerturbationParams, mech: Mechanism, built: dict[str, Any], probability: float, ell_b: float
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """Each phase's release as simulated (and, for the minimax phases, the extragradient tolerance and cap); the
+    total iterations; whether a tolerance was clamped at floating-point resolution."""
+    from ...synthetic import output_perturbation as synthetic
+
+    cls = p.problem_class
+    radius = float(built.get("radius", 1.0))
+    phases, iterations, clamped = [], 0, False
+    for r in mech.releases:
+        phase: dict[str, Any] = {
+            "algorithm": r.algorithm,
+            "mu_k": r.mu_k,
+            "sigma": r.noise_std,
+            "accuracy": r.accuracy_required,
+        }
+        if cls in ("c-c", "c-sc"):
+            other = mech.regularization if cls == "c-c" else p.mu_y
+            heavy, light = max(r.mu_k, other), min(r.mu_k, other)  # type: ignore[type-var, arg-type]
+            floor = 1e-13 * radius * synthetic.extragradient_constant(ell_b, light)
+            tol = math.sqrt(certified_accuracy(r, probability) / heavy)
+            clamped = clamped or tol < floor
+            estimate = synthetic.extragradient_iterations(ell_b, light, radius, max(tol, floor))
+            phase |= {"tol": max(tol, floor), "cap": synthetic.ITERATION_CAP_FACTOR * estimate + 100}
+            iterations += estimate
+        phases.append(phase)
+    return phases, iterations, clamped
+
+
+def _audit_setup(
+    p: PhasedOutputPerturbationParams,
+    pr: PhasedOutputPerturbationProblem,
+    mech: Mechanism,
+    resolved: dict[str, Any],
+    setup: float,
+    ell_b: float,
+    delta: float,
+    seed: int,
+) -> tuple[float, str]:
+    """The audit's exact phase-1 solutions (added to ``resolved``) and the simulated pair's exact ε, with the start
+    of its note; refused (422) above the set-up budget."""
+    from ...synthetic import output_perturbation as synthetic
+
+    cls = p.problem_class
+    if setup > AUDIT_SETUP_BUDGET:
+        raise ParameterError.single(
+            "regularization" if cls in PHASED else "dataset_size",
+            f"the audit's exact phase-1 solutions would take about {setup:.3g} operations, above "
+            f"{AUDIT_SETUP_BUDGET:.3g}: reduce dataset_size or the dimensions"
+            + (", or raise regularization" if cls in ("c-c", "c-sc") else ""),
+            "a configuration whose audit set-up is cheaper",
+        )
+    if cls in ("c-c", "c-sc"):
+        radius = float(resolved.get("radius", 1.0))
+        other = mech.regularization if cls == "c-c" else p.mu_y
+        light = min(mech.releases[0].mu_k, other)  # type: ignore[type-var, arg-type]
+        tol = 1e-11 * radius * synthetic.extragradient_constant(ell_b, light)
+        resolved |= {
+            "audit_tol": tol,
+            "audit_cap": synthetic.ITERATION_CAP_FACTOR * synthetic.extragradient_iterations(ell_b, light, radius, tol)
+            + 100,
+        }
+    audit = synthetic.audit_releases(cls, resolved, resolved["phases"], pr.audit_solver == "worst-case", seed)
+    resolved["audit"] = audit
+    mu_sim = synthetic.audit_gdp(audit)
+    exact = gdp_epsilon(mu_sim, delta) if mu_sim > 0 else 0.0
+    return exact, f"analytic Gaussian (Balle & Wang 2018) of the simulated pair: μ = {mu_sim:.6g}"
 
 
 def _work(
