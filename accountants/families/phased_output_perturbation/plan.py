@@ -74,117 +74,127 @@ def mechanism(p: PhasedOutputPerturbationParams, noise_multiplier: float) -> Mec
     ``accuracy_required`` is a distance for Alg. 1/2 (L/(μn), L/(μ_k n̄)) and a weighted squared distance for the
     minimax algorithms (L²/(μn²), L²/(μn̄²), L²/(n̄²m_k)); ``gap_per_failure``·p^power is the in-expectation gap γ(p)
     that meets it with probability ≥ 1 − p (Markov)."""
-    z, L, n, cls = noise_multiplier, p.lipschitz, p.dataset_size, p.problem_class
-
-    def release(name: str, algorithm: str, sensitivity: float, **kw: Any) -> PlannedRelease:
-        defaults: dict[str, Any] = {"phase": 1, "block": (0, n), "variable": "x", "dimension": p.d_x}
-        return PlannedRelease(
-            name=name, algorithm=algorithm, sensitivity=sensitivity, noise_std=z * sensitivity, **(defaults | kw)
-        )
-
+    z, n, cls = noise_multiplier, p.dataset_size, p.problem_class
+    release = _Releases(p, z)
     if cls == "strongly-convex":
-        mu = p.mu_x
-        only = release(
-            "x̃ (Algorithm 1)",
-            "Algorithm 1",
-            4.0 * L / (mu * n),
-            accuracy_required=L / (mu * n),
-            accuracy_measure="‖𝒜(S) − x̂*_S‖",
-            gap_per_failure=L * L / (2.0 * mu * n * n),
-            gap_power=2,
-            problem="min_{x∈𝒳} (1/n) Σ f(x; ξ_i)",
-        )
-        return Mechanism(cls, 1, n, 0, None, (only,), z)
+        return Mechanism(cls, 1, n, 0, None, (_algorithm1(p, release),), z)
     if cls == "sc-sc":
-        mu = min(p.mu_x, p.mu_y)
-        pair = tuple(
-            release(
-                f"{var}̃ (Algorithm 3)",
-                "Algorithm 3",
-                4.0 * L / (n * math.sqrt(mu_var * mu)),
-                variable=var,
-                dimension=dim,
-                accuracy_required=L * L / (mu * n * n),
-                accuracy_measure="μ_x‖𝒜_x(S) − x̂*_S‖² + μ_y‖𝒜_y(S) − ŷ*_S‖² (one run for x and y)",
-                gap_per_failure=L * L / (2.0 * mu * n * n),
-                gap_power=1,
-                problem="min_{x∈𝒳} max_{y∈𝒴} (1/n) Σ f(x, y; ξ_i)",
-            )
-            for var, mu_var, dim in (("x", p.mu_x, p.d_x), ("y", p.mu_y, p.d_y))
-        )
-        return Mechanism(cls, 1, n, 0, None, pair, z)
-
+        return Mechanism(cls, 1, n, 0, None, _algorithm3(p, release), z)
     K = p.phases if p.phases is not None else default_phases(n)
     nbar = n // K
     mu = p.regularization if p.regularization is not None else theorem_regularization(p, z, K)
-    out: list[PlannedRelease] = []
-    for k in range(1, K + 1):
-        mu_k = mu * 2.0**k
-        phase: dict[str, Any] = {"phase": k, "block": ((k - 1) * nbar, k * nbar), "mu_k": mu_k}
-        block = f"(1/n̄) Σ_{{i∈S_{k}}} f"
-        if cls == "convex":
-            out.append(
-                release(
-                    f"phase {k}: x̃_{k} (Algorithm 2)",
-                    "Algorithm 2",
-                    4.0 * L / (mu_k * nbar),
-                    accuracy_required=L / (mu_k * nbar),
-                    accuracy_measure="‖x_k − x̂*_k‖",
-                    gap_per_failure=L * L / (2.0 * mu_k * nbar * nbar),
-                    gap_power=2,
-                    problem=f"min_{{x∈𝒳}} {block}(x; ξ_i) + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
-                    **phase,
-                )
-            )
-        elif cls == "c-c":
-            for algorithm, var, dim, regularisers, measure in (
-                (
-                    "Algorithm 4",
-                    "x",
-                    p.d_x,
-                    f"(μ_{k}/2)‖x − x̃_{k - 1}‖² − (μ/2)‖y‖²",
-                    "μ_k‖x_k − x̂*_k‖² + μ‖y_k − ŷ*_k‖²",
-                ),
-                (
-                    "Algorithm 5",
-                    "y",
-                    p.d_y,
-                    f"(μ/2)‖x‖² − (μ_{k}/2)‖y − ỹ_{k - 1}‖²",
-                    "μ‖x_k − x̂*_k‖² + μ_k‖y_k − ŷ*_k‖²",
-                ),
-            ):
-                out.append(
-                    release(
-                        f"phase {k}: {var}̃_{k} ({algorithm})",
-                        algorithm,
-                        4.0 * L / (nbar * math.sqrt(mu_k * mu)),
-                        variable=var,
-                        dimension=dim,
-                        accuracy_required=L * L / (mu * nbar * nbar),
-                        accuracy_measure=measure,
-                        gap_per_failure=L * L / (2.0 * mu * nbar * nbar),
-                        gap_power=1,
-                        problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + {regularisers}",
-                        **phase,
-                    )
-                )
-        else:  # c-sc
-            m_k = min(mu_k, p.mu_y)
-            out.append(
-                release(
-                    f"phase {k}: x̃_{k} (Algorithm 4, C-SC variant)",
-                    "Algorithm 4, C-SC variant",
-                    4.0 * L / (nbar * math.sqrt(mu_k * m_k)),
-                    m_k=m_k,
-                    accuracy_required=L * L / (nbar * nbar * m_k),
-                    accuracy_measure="μ_k‖x_k − x̂*_k‖² + μ_y‖y_k − ŷ*_k‖²",
-                    gap_per_failure=L * L / (2.0 * m_k * nbar * nbar),
-                    gap_power=1,
-                    problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
-                    **phase,
-                )
-            )
+    out = [r for k in range(1, K + 1) for r in _phase(p, release, k, mu, nbar)]
     return Mechanism(cls, K, nbar, n - K * nbar, mu, tuple(out), z)
+
+
+class _Releases:
+    """Builds a :class:`PlannedRelease` with σ = zΔ and the defaults of a one-run release (phase 1, every record,
+    variable x)."""
+
+    def __init__(self, p: PhasedOutputPerturbationParams, noise_multiplier: float) -> None:
+        self.p, self.z = p, noise_multiplier
+
+    def __call__(self, name: str, algorithm: str, sensitivity: float, **kw: Any) -> PlannedRelease:
+        defaults: dict[str, Any] = {"phase": 1, "block": (0, self.p.dataset_size), "variable": "x"}
+        defaults["dimension"] = self.p.d_x
+        return PlannedRelease(
+            name=name, algorithm=algorithm, sensitivity=sensitivity, noise_std=self.z * sensitivity, **(defaults | kw)
+        )
+
+
+def _algorithm1(p: PhasedOutputPerturbationParams, release: _Releases) -> PlannedRelease:
+    """Strongly convex: one release of the whole run, Δ = 4L/(μn)."""
+    L, n, mu = p.lipschitz, p.dataset_size, p.mu_x
+    return release(
+        "x̃ (Algorithm 1)",
+        "Algorithm 1",
+        4.0 * L / (mu * n),
+        accuracy_required=L / (mu * n),
+        accuracy_measure="‖𝒜(S) − x̂*_S‖",
+        gap_per_failure=L * L / (2.0 * mu * n * n),
+        gap_power=2,
+        problem="min_{x∈𝒳} (1/n) Σ f(x; ξ_i)",
+    )
+
+
+def _algorithm3(p: PhasedOutputPerturbationParams, release: _Releases) -> tuple[PlannedRelease, ...]:
+    """SC-SC: x and y of one run, Δ = 4L/(n√(μ_var μ))."""
+    L, n = p.lipschitz, p.dataset_size
+    mu = min(p.mu_x, p.mu_y)  # type: ignore[type-var]
+    return tuple(
+        release(
+            f"{var}̃ (Algorithm 3)",
+            "Algorithm 3",
+            4.0 * L / (n * math.sqrt(mu_var * mu)),
+            variable=var,
+            dimension=dim,
+            accuracy_required=L * L / (mu * n * n),
+            accuracy_measure="μ_x‖𝒜_x(S) − x̂*_S‖² + μ_y‖𝒜_y(S) − ŷ*_S‖² (one run for x and y)",
+            gap_per_failure=L * L / (2.0 * mu * n * n),
+            gap_power=1,
+            problem="min_{x∈𝒳} max_{y∈𝒴} (1/n) Σ f(x, y; ξ_i)",
+        )
+        for var, mu_var, dim in (("x", p.mu_x, p.d_x), ("y", p.mu_y, p.d_y))
+    )
+
+
+def _phase(p: PhasedOutputPerturbationParams, release: _Releases, k: int, mu: float, nbar: int) -> list[PlannedRelease]:
+    """Phase k of the phased algorithms (convex: Algorithm 2; c-c: Algorithms 4 and 5; c-sc: Algorithm 4's variant)
+    on block S_k with μ_k = μ·2^k."""
+    L, cls = p.lipschitz, p.problem_class
+    mu_k = mu * 2.0**k
+    phase: dict[str, Any] = {"phase": k, "block": ((k - 1) * nbar, k * nbar), "mu_k": mu_k}
+    block = f"(1/n̄) Σ_{{i∈S_{k}}} f"
+    if cls == "convex":
+        return [
+            release(
+                f"phase {k}: x̃_{k} (Algorithm 2)",
+                "Algorithm 2",
+                4.0 * L / (mu_k * nbar),
+                accuracy_required=L / (mu_k * nbar),
+                accuracy_measure="‖x_k − x̂*_k‖",
+                gap_per_failure=L * L / (2.0 * mu_k * nbar * nbar),
+                gap_power=2,
+                problem=f"min_{{x∈𝒳}} {block}(x; ξ_i) + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
+                **phase,
+            )
+        ]
+    if cls == "c-c":
+        halves = (
+            ("Algorithm 4", "x", p.d_x, f"(μ_{k}/2)‖x − x̃_{k - 1}‖² − (μ/2)‖y‖²", "μ_k‖x_k − x̂*_k‖² + μ‖y_k − ŷ*_k‖²"),
+            ("Algorithm 5", "y", p.d_y, f"(μ/2)‖x‖² − (μ_{k}/2)‖y − ỹ_{k - 1}‖²", "μ‖x_k − x̂*_k‖² + μ_k‖y_k − ŷ*_k‖²"),
+        )
+        return [
+            release(
+                f"phase {k}: {var}̃_{k} ({algorithm})",
+                algorithm,
+                4.0 * L / (nbar * math.sqrt(mu_k * mu)),
+                variable=var,
+                dimension=dim,
+                accuracy_required=L * L / (mu * nbar * nbar),
+                accuracy_measure=measure,
+                gap_per_failure=L * L / (2.0 * mu * nbar * nbar),
+                gap_power=1,
+                problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + {regularisers}",
+                **phase,
+            )
+            for algorithm, var, dim, regularisers, measure in halves
+        ]
+    m_k = min(mu_k, p.mu_y)  # type: ignore[type-var]  # c-sc: μ_y is required
+    return [
+        release(
+            f"phase {k}: x̃_{k} (Algorithm 4, C-SC variant)",
+            "Algorithm 4, C-SC variant",
+            4.0 * L / (nbar * math.sqrt(mu_k * m_k)),
+            m_k=m_k,
+            accuracy_required=L * L / (nbar * nbar * m_k),
+            accuracy_measure="μ_k‖x_k − x̂*_k‖² + μ_y‖y_k − ŷ*_k‖²",
+            gap_per_failure=L * L / (2.0 * m_k * nbar * nbar),
+            gap_power=1,
+            problem=f"min_{{x∈𝒳}} max_{{y∈𝒴}} {block} + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
+            **phase,
+        )
+    ]
 
 
 def expected_gap(release: PlannedRelease, probability: float) -> float:
