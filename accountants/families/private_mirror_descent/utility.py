@@ -195,98 +195,13 @@ def _utility_report(
     recommended: list[Recommendation],
 ) -> UtilityReport:
     """The explicit bound (Algorithm 1) at the stepsize, and, with a target (ε, δ), the rates with unit constants."""
-    bounds: list[UtilityBound] = []
     recs = list(recommended)
     declared = _declared(p)
-    n, L0, L1 = p.dataset_size, p.lipschitz, p.smoothness
-    L2 = p.second_order_smoothness
+    bounds: list[UtilityBound] = []
     if p.variant in ("first-order", "second-order"):
-        ell, reg, t, k = ell12(p), regime(p), sched.steps, sched.samples_per_step
-        eta_np = nonprivate_stepsize(t, ell, L0)
-        used = eta
-        if used is None:
-            used = eta_np
-            recs.append(
-                Recommendation(
-                    "stepsize",
-                    eta_np,
-                    "η_np = √(2ℓ₁₂/(5T))/L₀ [D], the explicit bound's minimiser without the privacy constraint "
-                    "(no stepsize given, so privacy is not accounted at it)",
-                    True,
-                )
-            )
-        label = {"first": "first-order smooth", "second": "second-order smooth", "quadratic": "quadratic (L₂ = 0)"}
-        bounds.append(
-            UtilityBound(
-                f"expected strong duality gap E Gap(x̂, ŷ) at η = {used:.6g} (T = {t}, K = {k}; {label[reg]} bias term)",
-                explicit_gap_bound(t, k, used, ell, L0, L1, L2 or 0.0, reg),
-                "explicit bound",
-                _EXPLICIT_SOURCE,
-                declared,
-            )
-        )
-        if eta is not None and target is not None and eta > eta_np:
-            bounds.append(
-                UtilityBound(
-                    f"expected strong duality gap at the smaller stepsize η_np = {eta_np:.6g} (also private: ε "
-                    "decreases with η)",
-                    explicit_gap_bound(t, k, eta_np, ell, L0, L1, L2 or 0.0, reg),
-                    "explicit bound",
-                    _EXPLICIT_SOURCE,
-                    declared,
-                )
-            )
+        bounds += _explicit_bounds(p, sched, eta, target, declared, recs)
     if target is not None and delta is not None:
-        regime_ok = Assumption("ε ≤ 1 (the regime of the paper's theorems)", target <= 1.0, f"ε = {target:g}")
-        conditions = (*declared, regime_ok)
-        if p.variant in SADDLE_VARIANTS:
-            d = float(p.dimension_x) + float(p.dimension_y or 0)
-            if p.variant == "bias-reduced":
-                bounds.append(
-                    UtilityBound(
-                        "strong duality gap with probability ≥ 1/2 [R] (polylog(n) taken as log₂ n)",
-                        rate_algorithm3(n, d, target, delta, L0, L1, L2 or 0.0),
-                        "rate with unit constants",
-                        f"{SOURCE}, Theorem 3.14 [A/R]: (L₀+L₁+L₂)·polylog(n)·[√(log d/n) + log d/√(nε)]",
-                        conditions,
-                        target <= 1.0,
-                    )
-                )
-            else:
-                reg = regime(p)
-                equation = {"first": "(5)", "second": "(6)", "quadratic": "(7)"}[reg]
-                bounds.append(
-                    UtilityBound(
-                        "expected strong duality gap E Gap(x̂, ŷ)",
-                        rate_algorithm1(n, d, target, delta, L0, L1, L2 or 0.0, reg),
-                        "rate with unit constants",
-                        f"{SOURCE}, Theorem 3.1, eq. {equation} [A/R], ℓ = log(d₁ + d₂)",
-                        conditions,
-                        target <= 1.0,
-                    )
-                )
-            bounds.append(
-                UtilityBound(
-                    "lower bound on E Gap of any (ε, δ)-DP algorithm (bilinear instances): no algorithm does better",
-                    lower_bound_ssp(n, d, target),
-                    "rate with unit constants",
-                    f"{SOURCE}, abstract and Remark 3.2 [A]: √(log d/n) + log^{{3/4}} d/√(nε) (Bun–Ullman–Vadhan)",
-                    (regime_ok,),
-                    target <= 1.0,
-                )
-            )
-        else:
-            bounds.append(
-                UtilityBound(
-                    "expected excess risk E F(x̂) − min F"
-                    + (" (second-order smooth)" if L2 is not None else " (first-order smooth)"),
-                    rate_algorithm5(n, float(p.dimension_x), target, L0, L1, L2),
-                    "rate with unit constants",
-                    f"{SOURCE}, Theorem 4.2 [A] (its δ-dependence is not recoverable)",
-                    conditions,
-                    target <= 1.0,
-                )
-            )
+        bounds += _rate_bounds(p, target, delta, declared)
     bounds = [b for b in bounds if math.isfinite(b.value)]  # extreme inputs: a vacuous (infinite) bound is omitted
     reason = None
     if not bounds and p.variant in ("first-order", "second-order"):
@@ -298,6 +213,107 @@ def _utility_report(
             "measure the gap"
         )
     return UtilityReport(ALGORITHM_ID, tuple(bounds), reason, tuple(recs))
+
+
+def _explicit_bounds(
+    p: PrivateMirrorDescentParams,
+    sched: Schedule,
+    eta: float | None,
+    target: float | None,
+    declared: tuple[Assumption, ...],
+    recs: list[Recommendation],
+) -> list[UtilityBound]:
+    """Algorithm 1's explicit gap bound [D] at the stepsize (at η_np, recommended, when none is given), and at η_np
+    too when a calibrated stepsize is larger; appends the η_np recommendation to ``recs``."""
+    L0, L1, L2 = p.lipschitz, p.smoothness, p.second_order_smoothness
+    ell, reg, t, k = ell12(p), regime(p), sched.steps, sched.samples_per_step
+    eta_np = nonprivate_stepsize(t, ell, L0)
+    used = eta
+    if used is None:
+        used = eta_np
+        recs.append(
+            Recommendation(
+                "stepsize",
+                eta_np,
+                "η_np = √(2ℓ₁₂/(5T))/L₀ [D], the explicit bound's minimiser without the privacy constraint "
+                "(no stepsize given, so privacy is not accounted at it)",
+                True,
+            )
+        )
+    label = {"first": "first-order smooth", "second": "second-order smooth", "quadratic": "quadratic (L₂ = 0)"}
+    bounds = [
+        UtilityBound(
+            f"expected strong duality gap E Gap(x̂, ŷ) at η = {used:.6g} (T = {t}, K = {k}; {label[reg]} bias term)",
+            explicit_gap_bound(t, k, used, ell, L0, L1, L2 or 0.0, reg),
+            "explicit bound",
+            _EXPLICIT_SOURCE,
+            declared,
+        )
+    ]
+    if eta is not None and target is not None and eta > eta_np:
+        bounds.append(
+            UtilityBound(
+                f"expected strong duality gap at the smaller stepsize η_np = {eta_np:.6g} (also private: ε "
+                "decreases with η)",
+                explicit_gap_bound(t, k, eta_np, ell, L0, L1, L2 or 0.0, reg),
+                "explicit bound",
+                _EXPLICIT_SOURCE,
+                declared,
+            )
+        )
+    return bounds
+
+
+def _rate_bounds(
+    p: PrivateMirrorDescentParams, target: float, delta: float, declared: tuple[Assumption, ...]
+) -> list[UtilityBound]:
+    """The theorems' rates with unit constants at the target (ε, δ) [A/R], and the lower bound for the saddle
+    variants."""
+    n, L0, L1, L2 = p.dataset_size, p.lipschitz, p.smoothness, p.second_order_smoothness
+    regime_ok = Assumption("ε ≤ 1 (the regime of the paper's theorems)", target <= 1.0, f"ε = {target:g}")
+    conditions = (*declared, regime_ok)
+    if p.variant not in SADDLE_VARIANTS:
+        return [
+            UtilityBound(
+                "expected excess risk E F(x̂) − min F"
+                + (" (second-order smooth)" if L2 is not None else " (first-order smooth)"),
+                rate_algorithm5(n, float(p.dimension_x), target, L0, L1, L2),
+                "rate with unit constants",
+                f"{SOURCE}, Theorem 4.2 [A] (its δ-dependence is not recoverable)",
+                conditions,
+                target <= 1.0,
+            )
+        ]
+    d = float(p.dimension_x) + float(p.dimension_y or 0)
+    if p.variant == "bias-reduced":
+        rate = UtilityBound(
+            "strong duality gap with probability ≥ 1/2 [R] (polylog(n) taken as log₂ n)",
+            rate_algorithm3(n, d, target, delta, L0, L1, L2 or 0.0),
+            "rate with unit constants",
+            f"{SOURCE}, Theorem 3.14 [A/R]: (L₀+L₁+L₂)·polylog(n)·[√(log d/n) + log d/√(nε)]",
+            conditions,
+            target <= 1.0,
+        )
+    else:
+        reg = regime(p)
+        equation = {"first": "(5)", "second": "(6)", "quadratic": "(7)"}[reg]
+        rate = UtilityBound(
+            "expected strong duality gap E Gap(x̂, ŷ)",
+            rate_algorithm1(n, d, target, delta, L0, L1, L2 or 0.0, reg),
+            "rate with unit constants",
+            f"{SOURCE}, Theorem 3.1, eq. {equation} [A/R], ℓ = log(d₁ + d₂)",
+            conditions,
+            target <= 1.0,
+        )
+    lower = UtilityBound(
+        "lower bound on E Gap of any (ε, δ)-DP algorithm (bilinear instances): no algorithm does better",
+        lower_bound_ssp(n, d, target),
+        "rate with unit constants",
+        f"{SOURCE}, abstract and Remark 3.2 [A]: √(log d/n) + log^{{3/4}} d/√(nε) (Bun–Ullman–Vadhan)",
+        (regime_ok,),
+        target <= 1.0,
+    )
+    return [rate, lower]
 
 
 def _recommendations(
