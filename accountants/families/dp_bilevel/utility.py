@@ -183,107 +183,8 @@ def rates(p: BilevelParams, epsilon: float, suboptimality: float) -> Rates:
 
 def utility_report(p: BilevelParams) -> UtilityReport:
     """Every utility bound these hyperparameters allow, with the paper's recommended hyperparameters beside."""
-    bounds: list[UtilityBound] = []
     missing: list[str] = []
-    lam_ok = Assumption(
-        f"λ ≥ max{{2L₁^f/μ_g, 2L₁^g/μ_g, L₀^f/L₀^g, L₁^f/L₁^g}} = {p.regularization_floor:.6g} (Lemmas 4.4, 8.1, "
-        "8.8; spec §6 item 6)",
-        p.regularization >= p.regularization_floor,
-        f"λ = {p.regularization:.6g}",
-    )
-    unit_smooth = p.ell * p.kappa**3
-    step_ok = Assumption(
-        "stepsize ≤ 1/(2·smoothness of L*_λ) (Proposition 4.6 with L = 1/(2η)); Lemma 4.3(iii) gives the smoothness "
-        "only as O(ℓκ³)",
-        None,
-        f"η = {p.stepsize:.6g}; with unit constant, 1/(2ℓκ³) = {1.0 / (2.0 * unit_smooth):.6g}",
-    )
-    clip_ok = Assumption(
-        "clipping never acts: per-sample inner gradients stay within their Lipschitz constants and ‖φ_i‖ ≤ G at the "
-        "private ỹ's (spec §6 items 3–4)",
-        None,
-    )
-    gamma = p.failure_probability
-    if p.noise_multiplier is None:
-        missing.append("the explicit bounds need the noise: give noise_multiplier (or use /v1/calibrate)")
-    else:
-        z = p.noise_multiplier
-        z_in = inner_multiplier(p, z)
-        budget = error_budget(p, z, z_in)
-        inner_source = (
-            f"{SOURCE}, Theorem {'A.1' if p.mini else '8.2'} (explicit localisation radius, spec §4.1; constants "
-            "reconstructed from the proof, not printed); union bound over the 2T solves"
-        )
-        bounds.append(
-            UtilityBound(
-                "‖ỹ_t − y*(x_t)‖ at every outer step (inner error of the g problem)",
-                budget.inner_g,
-                "explicit bound",
-                inner_source,
-                (Assumption(f"holds w.p. ≥ 1 − γ/4, γ = {gamma:g}", True),),
-            )
-        )
-        bounds.append(
-            UtilityBound(
-                "‖ỹ^λ_t − y^λ(x_t)‖ at every outer step (inner error of the f + λg problem)",
-                budget.inner_lambda,
-                "explicit bound",
-                inner_source,
-                (
-                    Assumption(
-                        "f + λg is (λμ_g/2)-strongly convex: λ ≥ 2L₁^f/μ_g (Lemma 8.1)",
-                        p.regularization >= 2.0 * p.smoothness_f / p.strong_convexity,
-                        f"λ = {p.regularization:.6g}",
-                    ),
-                    Assumption(f"holds w.p. ≥ 1 − γ/4, γ = {gamma:g}", True),
-                ),
-                applicable=p.regularization >= 2.0 * p.smoothness_f / p.strong_convexity,
-            )
-        )
-        pieces = f"bias β = {budget.bias:.6g}, noise {budget.noise:.6g}" + (
-            f", batch {budget.sampling:.6g}" if p.mini else ""
-        )
-        bounds.append(
-            UtilityBound(
-                f"D = max_t ‖g̃_t − ∇L*_λ(x_t)‖, the hypergradient error ({pieces})",
-                budget.total,
-                "explicit bound",
-                f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration"
-                + (
-                    ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, erratum §6 item 9)"
-                    if p.mini
-                    else ""
-                ),
-                (lam_ok, clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
-                applicable=bool(lam_ok.holds),
-            )
-        )
-        if p.initial_suboptimality is None:
-            missing.append("the hypergradient bounds need initial_suboptimality (Δ_F)")
-        else:
-            value = explicit_bound(p, budget.total)
-            gap = p.initial_suboptimality + penalty_gap(p)
-            bounds.append(
-                UtilityBound(
-                    f"‖G_{{L*_λ,η}}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T), L = 1/(2η) = {1.0 / (2.0 * p.stepsize):.6g}, "
-                    f"Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) = {gap:.6g}: projected penalty hypergradient at the output",
-                    value,
-                    "explicit bound",
-                    f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 2.4, Lemma 4.3(i) made explicit",
-                    (step_ok, lam_ok, clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
-                    applicable=bool(lam_ok.holds),
-                )
-            )
-            bounds.append(
-                UtilityBound(
-                    "‖G_{F,η}(x_out)‖ ≤ the bound above + ℓκ³/λ: projected hypergradient of F at the output",
-                    value + unit_smooth / p.regularization,
-                    "rate with unit constants",
-                    f"{SOURCE}, Lemma 2.4 and Lemma 4.3(ii) (‖∇F − ∇L*_λ‖ = O(ℓκ³/λ), constant not given)",
-                    (step_ok, lam_ok, clip_ok),
-                    applicable=bool(lam_ok.holds),
-                )
-            )
+    bounds = _explicit_bounds(p, missing)
     if p.epsilon is None or p.initial_suboptimality is None:
         missing.append("the rate forms need epsilon and initial_suboptimality")
     else:
@@ -297,6 +198,123 @@ def utility_report(p: BilevelParams) -> UtilityReport:
     except (ArithmeticError, ValueError):  # constants at the ends of their ranges: no advice rather than a wrong one
         advice = []
     return UtilityReport(ALGORITHM_ID, tuple(bounds), "; ".join(missing) if missing else None, tuple(advice))
+
+
+@dataclass(frozen=True)
+class _Conditions:
+    """The conditions the explicit bounds share: λ's floor, the stepsize's limit, no clipping."""
+
+    lam_ok: Assumption
+    step_ok: Assumption
+    clip_ok: Assumption
+    unit_smooth: float
+    """ℓκ³: the smoothness of L*_λ with unit constant (Lemma 4.3(iii))."""
+
+    @classmethod
+    def of(cls, p: BilevelParams) -> _Conditions:
+        unit_smooth = p.ell * p.kappa**3
+        return cls(
+            lam_ok=Assumption(
+                f"λ ≥ max{{2L₁^f/μ_g, 2L₁^g/μ_g, L₀^f/L₀^g, L₁^f/L₁^g}} = {p.regularization_floor:.6g} (Lemmas 4.4, "
+                "8.1, 8.8; spec §6 item 6)",
+                p.regularization >= p.regularization_floor,
+                f"λ = {p.regularization:.6g}",
+            ),
+            step_ok=Assumption(
+                "stepsize ≤ 1/(2·smoothness of L*_λ) (Proposition 4.6 with L = 1/(2η)); Lemma 4.3(iii) gives the "
+                "smoothness only as O(ℓκ³)",
+                None,
+                f"η = {p.stepsize:.6g}; with unit constant, 1/(2ℓκ³) = {1.0 / (2.0 * unit_smooth):.6g}",
+            ),
+            clip_ok=Assumption(
+                "clipping never acts: per-sample inner gradients stay within their Lipschitz constants and ‖φ_i‖ ≤ G "
+                "at the private ỹ's (spec §6 items 3–4)",
+                None,
+            ),
+            unit_smooth=unit_smooth,
+        )
+
+
+def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]:
+    """The inner errors and the hypergradient error D at the given noise (Theorems 8.2/A.1, Lemma 4.4), then the
+    bounds at the output (Proposition 4.6) where Δ_F is given; what is missing is appended to ``missing``."""
+    if p.noise_multiplier is None:
+        missing.append("the explicit bounds need the noise: give noise_multiplier (or use /v1/calibrate)")
+        return []
+    c = _Conditions.of(p)
+    gamma = p.failure_probability
+    z = p.noise_multiplier
+    budget = error_budget(p, z, inner_multiplier(p, z))
+    inner_source = (
+        f"{SOURCE}, Theorem {'A.1' if p.mini else '8.2'} (explicit localisation radius, spec §4.1; constants "
+        "reconstructed from the proof, not printed); union bound over the 2T solves"
+    )
+    strongly_convex = p.regularization >= 2.0 * p.smoothness_f / p.strong_convexity
+    pieces = f"bias β = {budget.bias:.6g}, noise {budget.noise:.6g}" + (
+        f", batch {budget.sampling:.6g}" if p.mini else ""
+    )
+    bounds = [
+        UtilityBound(
+            "‖ỹ_t − y*(x_t)‖ at every outer step (inner error of the g problem)",
+            budget.inner_g,
+            "explicit bound",
+            inner_source,
+            (Assumption(f"holds w.p. ≥ 1 − γ/4, γ = {gamma:g}", True),),
+        ),
+        UtilityBound(
+            "‖ỹ^λ_t − y^λ(x_t)‖ at every outer step (inner error of the f + λg problem)",
+            budget.inner_lambda,
+            "explicit bound",
+            inner_source,
+            (
+                Assumption(
+                    "f + λg is (λμ_g/2)-strongly convex: λ ≥ 2L₁^f/μ_g (Lemma 8.1)",
+                    strongly_convex,
+                    f"λ = {p.regularization:.6g}",
+                ),
+                Assumption(f"holds w.p. ≥ 1 − γ/4, γ = {gamma:g}", True),
+            ),
+            applicable=strongly_convex,
+        ),
+        UtilityBound(
+            f"D = max_t ‖g̃_t − ∇L*_λ(x_t)‖, the hypergradient error ({pieces})",
+            budget.total,
+            "explicit bound",
+            f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration"
+            + (
+                ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, erratum §6 item 9)"
+                if p.mini
+                else ""
+            ),
+            (c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
+            applicable=bool(c.lam_ok.holds),
+        ),
+    ]
+    if p.initial_suboptimality is None:
+        missing.append("the hypergradient bounds need initial_suboptimality (Δ_F)")
+        return bounds
+    value = explicit_bound(p, budget.total)
+    gap = p.initial_suboptimality + penalty_gap(p)
+    return [
+        *bounds,
+        UtilityBound(
+            f"‖G_{{L*_λ,η}}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T), L = 1/(2η) = {1.0 / (2.0 * p.stepsize):.6g}, "
+            f"Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) = {gap:.6g}: projected penalty hypergradient at the output",
+            value,
+            "explicit bound",
+            f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 2.4, Lemma 4.3(i) made explicit",
+            (c.step_ok, c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
+            applicable=bool(c.lam_ok.holds),
+        ),
+        UtilityBound(
+            "‖G_{F,η}(x_out)‖ ≤ the bound above + ℓκ³/λ: projected hypergradient of F at the output",
+            value + c.unit_smooth / p.regularization,
+            "rate with unit constants",
+            f"{SOURCE}, Lemma 2.4 and Lemma 4.3(ii) (‖∇F − ∇L*_λ‖ = O(ℓκ³/λ), constant not given)",
+            (c.step_ok, c.lam_ok, c.clip_ok),
+            applicable=bool(c.lam_ok.holds),
+        ),
+    ]
 
 
 def _rate_bounds(p: BilevelParams, epsilon: float, suboptimality: float) -> list[UtilityBound]:
