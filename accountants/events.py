@@ -6,6 +6,7 @@ Unlike dp_accounting, every event validates its fields on construction, so a mal
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import validation as check
@@ -124,6 +125,26 @@ class ZCdpEvent(DpEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", check.non_negative("rho", self.rho))
         object.__setattr__(self, "xi", check.non_negative("xi", self.xi))
+
+
+def leaves(event: DpEvent, count: int = 1) -> list[tuple[int, DpEvent]]:
+    """The non-composition events of a tree, each with how many times it runs (compositions flattened)."""
+    if isinstance(event, SelfComposedEvent):
+        return leaves(event.event, count * event.count)
+    if isinstance(event, ComposedEvent):
+        return [item for e in event.events for item in leaves(e, count)]
+    return [(count, event)]
+
+
+def non_gaussian_leaf(event: DpEvent) -> DpEvent | None:
+    """The first leaf of the tree that is not a Gaussian release, or None for a tree of Gaussians."""
+    return next((leaf for _, leaf in leaves(event) if not isinstance(leaf, GaussianEvent)), None)
+
+
+def gaussian_mu(event: DpEvent) -> float:
+    """μ = (Σ count/z²)^½ of a tree of Gaussian releases (check :func:`non_gaussian_leaf` first): the single
+    Gaussian with multiplier 1/μ releases as much (Dong, Roth & Su 2022, Cor. 3.3)."""
+    return math.sqrt(sum(count / leaf.noise_multiplier**2 for count, leaf in leaves(event)))  # type: ignore[attr-defined]  # Gaussian leaves
 
 
 def _require_event(name: str, value: object) -> None:

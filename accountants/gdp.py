@@ -8,16 +8,16 @@ any other event (subsampling, pure DP, zCDP) are not Gaussian: :class:`~accounta
 
 from __future__ import annotations
 
-import math
-
-from .events import ComposedEvent, DpEvent, GaussianEvent, SelfComposedEvent
+from .events import DpEvent, gaussian_mu, non_gaussian_leaf
 from .mechanisms.gaussian import gdp_epsilon
 from .rdp import UnsupportedEventError
 
 
 def gdp_mu(event: DpEvent) -> float:
     """μ of the tree (raises :class:`UnsupportedEventError` if a leaf is not a Gaussian release)."""
-    return math.sqrt(_inverse_square_sum(event, 1))
+    if non_gaussian_leaf(event) is not None:
+        raise UnsupportedEventError(event, "it reads trees of Gaussian releases only", accountant="Gaussian-DP")
+    return gaussian_mu(event)
 
 
 def epsilon(event: DpEvent, delta: float) -> float:
@@ -27,18 +27,4 @@ def epsilon(event: DpEvent, delta: float) -> float:
 
 def is_gaussian(event: DpEvent) -> bool:
     """Whether every leaf of the tree is a Gaussian release."""
-    try:
-        gdp_mu(event)
-    except UnsupportedEventError:
-        return False
-    return True
-
-
-def _inverse_square_sum(event: DpEvent, count: int) -> float:
-    if isinstance(event, SelfComposedEvent):
-        return _inverse_square_sum(event.event, count * event.count)
-    if isinstance(event, ComposedEvent):
-        return sum(_inverse_square_sum(e, count) for e in event.events)
-    if isinstance(event, GaussianEvent):
-        return count / event.noise_multiplier**2
-    raise UnsupportedEventError(event, "it reads trees of Gaussian releases only", accountant="Gaussian-DP")
+    return non_gaussian_leaf(event) is None

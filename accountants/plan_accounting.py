@@ -18,8 +18,9 @@ from . import gdp
 from .calibration import calibrate, calibrate_rdp
 from .conversions import Conversion
 from .errors import CalibrationError
+from .mechanisms.gaussian import gdp_epsilon
 from .plans import Knob, MechanismPlan
-from .rdp import RdpAccountant
+from .rdp import RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
@@ -53,15 +54,17 @@ def account_plan(
     """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight."""
     accounted = plan.accounted_delta(delta)
     conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
+    return PlanAccounting(conversion, (rdp_result(conversion), _tight(plan, accounted, accountant, tight_reason)))
+
+
+def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str) -> AccountantResult:
     if accountant == "rdp":
-        tight = not_asked()
-    elif not gdp.is_gaussian(plan.event):
-        tight = AccountantResult("tight", False, reason=tight_reason)
-    else:
-        tight = AccountantResult(
-            "tight", True, gdp.epsilon(plan.event, accounted), "exact", TIGHT_METHOD, kind=Guarantee.EXACT
-        )
-    return PlanAccounting(conversion, (rdp_result(conversion), tight))
+        return not_asked()
+    try:
+        mu = gdp.gdp_mu(plan.event)
+    except UnsupportedEventError:
+        return AccountantResult("tight", False, reason=tight_reason)
+    return AccountantResult("tight", True, gdp_epsilon(mu, accounted), "exact", TIGHT_METHOD, kind=Guarantee.EXACT)
 
 
 def calibrate_plan(
@@ -75,7 +78,8 @@ def calibrate_plan(
 ) -> tuple[AccountantResult, AccountantResult]:
     """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
     the knob in its own units. Raises :class:`CalibrationError` where rdp cannot meet the target."""
-    accounted = plan_at(1.0).accounted_delta(delta)
+    reference = plan_at(1.0)
+    accounted = reference.accounted_delta(delta)
     found = calibrate_rdp(
         lambda noise: RdpAccountant(plan_at(noise).neighbouring).curve(plan_at(noise).event),
         accounted,
@@ -86,7 +90,7 @@ def calibrate_plan(
     rdp = rdp_result(found.conversion, knob.from_noise(found.noise))
     if accountant == "rdp":
         return rdp, not_asked()
-    if not gdp.is_gaussian(plan_at(1.0).event):
+    if not gdp.is_gaussian(reference.event):
         return rdp, AccountantResult("tight", False, reason=tight_reason)
     try:
         exact = calibrate(lambda noise: gdp.epsilon(plan_at(noise).event, accounted), target, parameter=knob.field)

@@ -29,7 +29,6 @@ Gaussian with the same total, multiplier (Σ zᵢ⁻²)^{−1/2}.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Literal, get_args
 
@@ -48,6 +47,8 @@ from .events import (
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     ZCdpEvent,
+    gaussian_mu,
+    non_gaussian_leaf,
 )
 from .mechanisms import poisson_gaussian, sampled_wor_gaussian
 from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
@@ -144,22 +145,12 @@ class RdpAccountant:
 
     def _gaussian_multiplier(self, event: PoissonSampledEvent | SampledWithoutReplacementEvent) -> float:
         """Multiplier of the single Gaussian equivalent to the sampled (composition of) Gaussian(s)."""
-        inverse_square = 0.0
-        for count, inner in _flatten(event.event, 1):
-            if not isinstance(inner, GaussianEvent):
-                raise UnsupportedEventError(
-                    event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {inner!r}"
-                )
-            inverse_square += count / inner.noise_multiplier**2
-        return 1.0 / math.sqrt(inverse_square)
-
-
-def _flatten(event: DpEvent, count: int) -> list[tuple[int, DpEvent]]:
-    if isinstance(event, SelfComposedEvent):
-        return _flatten(event.event, count * event.count)
-    if isinstance(event, ComposedEvent):
-        return [item for e in event.events for item in _flatten(e, count)]
-    return [(count, event)]
+        leaf = non_gaussian_leaf(event.event)
+        if leaf is not None:
+            raise UnsupportedEventError(
+                event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {leaf!r}"
+            )
+        return 1.0 / gaussian_mu(event.event)
 
 
 def _replace_one_by_triangle(q: float, z: float, orders: np.ndarray) -> np.ndarray:
