@@ -137,8 +137,9 @@ class AlgorithmFamily(ABC):
         refine: bool = True,
     ) -> PrivacyReport:
         """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant."""
-        report = self._privacy(params, delta, accountant, orders, refine)
-        return _with_warnings(report, self._delta_warnings(report.delta, params))
+        p = self.parse(params)
+        report = self._privacy(p, delta, accountant, orders, refine)
+        return _with_warnings(report, (), self._delta_warnings(report.delta, p))
 
     def calibrate(
         self,
@@ -155,15 +156,13 @@ class AlgorithmFamily(ABC):
         if given:
             p = p.model_copy(update=dict.fromkeys(given))
         report = self._calibrate(p, target_epsilon, delta, accountant, orders)
-        if given:
-            names = " and ".join(given)
-            ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
-            report = dataclasses.replace(report, warnings=(ignored, *report.warnings))
-        return _with_warnings(report, self._delta_warnings(report.delta, p))
+        names = " and ".join(given)
+        ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
+        return _with_warnings(report, (ignored,) if given else (), self._delta_warnings(report.delta, p))
 
-    def _delta_warnings(self, delta: float, params: Mapping[str, Any] | ParamsModel) -> tuple[str, ...]:
+    def _delta_warnings(self, delta: float, params: ParamsModel) -> tuple[str, ...]:
         """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""
-        dataset_size = getattr(self.parse(params), "dataset_size", None)
+        dataset_size = getattr(params, "dataset_size", None)
         if not isinstance(dataset_size, int) or delta * dataset_size < 1.0:
             return ()
         return (
@@ -218,8 +217,11 @@ class AlgorithmFamily(ABC):
 Report = TypeVar("Report", PrivacyReport, CalibrationReport)
 
 
-def _with_warnings(report: Report, warnings: tuple[str, ...]) -> Report:
-    return dataclasses.replace(report, warnings=(*report.warnings, *warnings)) if warnings else report
+def _with_warnings(report: Report, first: tuple[str, ...], last: tuple[str, ...]) -> Report:
+    """The report with ``first`` before its warnings and ``last`` after them."""
+    if not first and not last:
+        return report
+    return dataclasses.replace(report, warnings=(*first, *report.warnings, *last))
 
 
 _REGISTRY: dict[str, AlgorithmFamily] = {}
