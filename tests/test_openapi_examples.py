@@ -14,9 +14,10 @@ OPERATIONS = (Operation.PRIVACY, Operation.CALIBRATE, Operation.UTILITY)
 
 
 def same(recorded, live, path="$"):
-    """Equal, numbers to a relative 1e-9 (FFT rounding may differ in the last bits across CPUs)."""
+    """Equal, numbers to a relative 1e-7: PLD answers move by up to ~1e-8 relative across CPUs (the FFT's and the
+    sums' rounding follow the SIMD kernels numpy picks; seen: 6e-9 between two x86-64 machines)."""
     if isinstance(recorded, float) or isinstance(live, float):
-        assert isinstance(live, (int, float)) and math.isclose(recorded, live, rel_tol=1e-9, abs_tol=1e-300), path
+        assert isinstance(live, (int, float)) and math.isclose(recorded, live, rel_tol=1e-7, abs_tol=1e-300), path
     elif isinstance(recorded, dict):
         assert isinstance(live, dict) and recorded.keys() == live.keys(), path
         for key in recorded:

@@ -31,6 +31,10 @@ def curl_example() -> list[str]:
     return shlex.split(block.replace("\\\n", " "))
 
 
+PLD_REL = 1e-7
+"""Relative agreement of a PLD answer across machines (the FFT's rounding depends on the CPU's SIMD kernels)."""
+
+
 def test_curl_example(live_server):
     argv = curl_example()
     url = argv[argv.index("-X") + 2].replace("http://127.0.0.1:8000", live_server)
@@ -40,7 +44,9 @@ def test_curl_example(live_server):
     shown = json.loads(next(code for language, code in BLOCKS if language == "json"))
     assert answer["accountant"] == shown["accountant"]
     for key in ("noise_multiplier", "epsilon", "optimal_order"):
-        assert answer[key] == pytest.approx(shown[key], rel=1e-9), key  # the README shows the current answer
+        # the README shows the current answer; PLD values move by up to ~1e-8 relative across CPUs (FFT and summation
+        # rounding follow the SIMD kernels numpy picks), far inside the PLD's own certified rounding margin
+        assert answer[key] == pytest.approx(shown[key], rel=PLD_REL), key
     assert answer["conventions"] == shown["conventions"]
     if shutil.which("curl"):
         argv[argv.index("-X") + 2] = url
@@ -54,7 +60,7 @@ def test_python_example(live_server, capsys):
     noise, epsilon, steps = capsys.readouterr().out.split()
     shown = json.loads(next(code for language, code in BLOCKS if language == "json"))
     assert float(epsilon) <= 3.0 and int(steps) == 14063
-    assert float(noise) == pytest.approx(shown["noise_multiplier"], rel=1e-9)
+    assert float(noise) == pytest.approx(shown["noise_multiplier"], rel=PLD_REL)
 
 
 def runnable_blocks() -> list[tuple[str, str]]:
