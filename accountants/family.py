@@ -1,169 +1,257 @@
-"""The one protocol: a family that compiles its hyperparameters to a mechanism plan gets privacy and calibration
-from the spine.
+"""The one protocol every algorithm family implements (opacus' lesson: a small ABC and an explicit registry).
 
-A :class:`PlannedFamily` declares its privacy :class:`~accountants.plans.Knob` and implements :meth:`plan`: the
-releases about one record as a :class:`~accountants.events.DpEvent` tree. The spine answers the rest:
-
-* ``rdp``: :class:`~accountants.rdp.RdpAccountant` on the plan (improved conversion, order refined);
-* ``tight``: exact where the plan is a tree of Gaussian releases (:mod:`accountants.gdp`); otherwise the family's
-  :meth:`PlannedFamily.tight_reason`;
-* ``best``: the smallest applicable answer (:func:`~accountants.reports.choose_accountant`);
-* calibration: :func:`~accountants.calibration.calibrate_rdp` over the knob for ``rdp``, the generic one-sided root
-  finder :func:`~accountants.calibration.calibrate` for ``tight``.
-
-What only the family knows stays with it: :meth:`plan`, :meth:`conventions` (its wording), :meth:`noise` (units),
-:meth:`utility`. A new algorithm is one such class decorated with :func:`~accountants.registry.register`.
+A family declares what it is (id, title, source, parameter model, accountants, privacy knob, bounds) and supplies
+its answers to validated queries: :meth:`AlgorithmFamily._privacy` gets a :class:`PrivacyQuery` and
+:meth:`AlgorithmFamily._calibrate` a :class:`CalibrationQuery`. What every family needs is written once here:
+parsing the hyperparameters (:class:`~accountants.errors.ParameterError` naming each field), checking the accountant,
+δ, the target and the Rényi orders, removing a knob given to a calibration (with a warning that names it), and the
+δ ≥ 1/n warning. A family whose privacy is that of its mechanism plan needs even less:
+:class:`~accountants.planned.PlannedFamily` answers both queries from :meth:`AlgorithmFamily.plan`.
 """
 
 from __future__ import annotations
 
-import math
-from abc import abstractmethod
+import dataclasses
+import enum
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
 from . import validation as check
-from .conversions import order_grid
-from .errors import ParameterError
-from .params import ParamsModel
-from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
-from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
-from .registry import AlgorithmFamily, Cost, Operation
-from .reports import (
-    CalibrationReport,
-    Conventions,
-    Noise,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from .conversions import DEFAULT_ORDERS, order_grid
+from .errors import ParameterError, UnsupportedAccountantError
+from .params import ParamsModel, parse_params
+from .plans import MechanismPlan
+from .reports import CalibrationReport, PrivacyReport, UtilityReport
+from .verification import simulator_for
+
+if TYPE_CHECKING:
+    from .verification import Simulator
+
+ACCOUNTANT_NAMES: tuple[str, ...] = ("best", "rdp", "tight", "paper")
+"""``best``: the minimum over the valid accountants; ``rdp``: Rényi curve + improved conversion; ``tight``: numerically
+tight accounting of the same mechanism; ``paper``: the paper's own statement, as printed."""
+
+P = TypeVar("P", bound=ParamsModel)
+"""A family's parameter model."""
 
 
-class PlannedFamily(AlgorithmFamily):
-    """A family whose privacy is that of its :meth:`plan`; subclasses add wording and utility."""
+class Operation(enum.Enum):
+    """What a request asks of a family."""
 
-    knob: ClassVar[Knob] = NOISE_MULTIPLIER
-    accountants: ClassVar[tuple[str, ...]] = ("rdp", "tight")
+    PRIVACY = "privacy"
+    CALIBRATE = "calibrate"
+    UTILITY = "utility"
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.noise_fields = (cls.knob.field,)
-        cls.calibrated_parameter = cls.knob.field
 
-    # -- what the family supplies ------------------------------------------------------------------------------
+class Cost(enum.Enum):
+    """How much computation an answer needs, so a service can keep cheap answers away from heavy ones."""
 
-    @abstractmethod
-    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The releases about one record at these hyperparameters (the knob included) and δ."""
+    CHEAP = "cheap"
+    """Closed forms and Rényi curves: milliseconds, whatever the parameters."""
+    HEAVY = "heavy"
+    """Numerical privacy-loss distributions, optimal compositions and searches over them: up to seconds."""
 
-    @abstractmethod
-    def conventions(self, params: ParamsModel, plan: MechanismPlan) -> Conventions:
-        """Neighbouring relation, step count, sampling and the knob's definition, in the family's words."""
 
-    def noise(self, params: ParamsModel, value: float) -> Noise | None:
-        """The noise in both units at knob ``value`` (None where the knob is not a noise scale)."""
+@dataclass(frozen=True)
+class BoundInfo:
+    """A privacy or utility bound an algorithm offers, where it comes from, and what it needs."""
+
+    name: str
+    kind: str
+    """"privacy" or "utility"."""
+    source: str
+    conditions: tuple[str, ...] = ()
+    accountant: str | None = None
+
+
+@dataclass(frozen=True)
+class PrivacyQuery(Generic[P]):
+    """A validated privacy request: ε at ``delta`` for ``params`` (the privacy knob included)."""
+
+    params: P
+    delta: float
+    accountant: str
+    orders: np.ndarray | None
+    """The requested Rényi orders (sorted, unique), or None for the family's default grid."""
+    refine: bool = True
+    """Also optimise the order continuously near the best grid order."""
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The requested orders, or :data:`~accountants.conversions.DEFAULT_ORDERS`."""
+        return DEFAULT_ORDERS if self.orders is None else self.orders
+
+
+@dataclass(frozen=True)
+class CalibrationQuery(Generic[P]):
+    """A validated calibration request: the knob for ``target_epsilon`` at ``delta`` (``params`` without the knob)."""
+
+    params: P
+    target_epsilon: float
+    delta: float
+    accountant: str
+    orders: np.ndarray | None
+    """The requested Rényi orders (sorted, unique), or None for the family's default grid."""
+
+    @property
+    def grid(self) -> np.ndarray:
+        return DEFAULT_ORDERS if self.orders is None else self.orders
+
+
+class AlgorithmFamily(ABC, Generic[P]):
+    """One algorithm: its parameter model, privacy accounting, calibration and utility bounds."""
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    summary: ClassVar[str]
+    source: ClassVar[str]
+    params_model: type[P]
+    accountants: ClassVar[tuple[str, ...]]
+    """Concrete accountants this family implements (``best`` is always offered on top)."""
+    accountant_notes: ClassVar[Mapping[str, str]] = {}
+    """Why an accountant the family does not implement does not apply to it."""
+    assumptions: ClassVar[tuple[str, ...]] = ()
+    bounds: ClassVar[tuple[BoundInfo, ...]] = ()
+    calibrated_parameter: ClassVar[str] = "noise_multiplier"
+    example: ClassVar[Mapping[str, Any]]
+    """Valid hyperparameters, the privacy knob included (documentation examples; a test answers each)."""
+    utility_example_extra: ClassVar[Mapping[str, Any]] = {}
+    """What a utility request adds to :attr:`example` (e.g. the δ its theorems depend on)."""
+    job_example: ClassVar[Mapping[str, Any] | None] = None
+    """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
+    noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
+    """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
+    parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
+
+    @property
+    def simulator(self) -> Simulator[Any, Any] | None:
+        """Runs the algorithm on synthetic problems for verification jobs: the one registered for this id
+        (:func:`accountants.verification.register_simulator`), or None."""
+        return simulator_for(self.id)
+
+    def parse(self, params: Mapping[str, Any] | ParamsModel) -> P:
+        """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""
+        return parse_params(self.params_model, params)
+
+    def calibration_example(self) -> dict[str, Any]:
+        """:attr:`example` without the privacy knob (what a calibration request sends)."""
+        knobs = {*self.noise_fields, self.calibrated_parameter}
+        return {name: value for name, value in self.example.items() if name not in knobs}
+
+    def supported_accountants(self) -> tuple[str, ...]:
+        return ("best", *self.accountants)
+
+    def check_accountant(self, accountant: str) -> str:
+        if accountant not in ACCOUNTANT_NAMES:
+            raise ParameterError.single(
+                "accountant", "unknown accountant", "one of: " + ", ".join(ACCOUNTANT_NAMES), accountant
+            )
+        if accountant not in self.supported_accountants():
+            reason = self.accountant_notes.get(accountant, f"{self.id} does not implement it")
+            raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
+        return accountant
+
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
+        """The releases about one record as an event tree the generic accountants interpret, at these
+        hyperparameters (the privacy knob included) and δ (which may set δ spent outside the tree, e.g. a
+        solver's failure probability); None where the family's accounting is not a composition of releases (e.g.
+        a last-iterate theorem) or this configuration has no event that describes it."""
+        self.parse(params)
         return None
 
-    def tight_reason(self, plan: MechanismPlan) -> str:
-        """Why ``tight`` does not apply to a plan that is not a tree of Gaussian releases."""
-        return NOT_GAUSSIAN
-
-    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
-        self.parse(params)
-        return UtilityReport(self.id, (), f"{self.id} states no utility theorem")
-
-    # -- what the spine answers --------------------------------------------------------------------------------
-
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """Cheap: Rényi curves and Gaussian-DP closed forms."""
+        """What answering ``operation`` with ``accountant`` costs for these hyperparameters (validated here, so
+        invalid input raises :class:`ParameterError` before any work). Default: cheap; families with numerical
+        accountants say where those run."""
         self.parse(params)
         return Cost.CHEAP
 
-    def _privacy(
+    def privacy(
         self,
         params: Mapping[str, Any] | ParamsModel,
         delta: float,
-        accountant: str,
-        orders: Sequence[float] | np.ndarray | None,
-        refine: bool,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
+        refine: bool = True,
     ) -> PrivacyReport:
+        """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant."""
         p = self.parse(params)
         self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        value = self._knob_value(p)
-        plan = self.plan(p, d)
-        answer = account_plan(plan, d, accountant, order_grid(orders), refine, self.tight_reason(plan))
-        if not math.isfinite(answer.conversion.value):
-            raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
-        chosen = choose_accountant(answer.results, accountant, supported=self.supported_accountants())
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # chosen results are applicable: ε is set
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=answer.conversion.optimal_order,
-            rdp=answer.curve,
-            accountants=answer.results,
-            noise=self.noise(p, value),
-            conventions=self.conventions(p, plan),
-            warnings=answer.conversion.warnings,
-        )
+        query = PrivacyQuery(p, check.delta("delta", delta), accountant, order_grid(orders, default=None), refine)
+        report = self._privacy(query)
+        return _with_warnings(report, (), self._delta_warnings(report.delta, p))
 
-    def _calibrate(
+    def calibrate(
         self,
         params: Mapping[str, Any] | ParamsModel,
         target_epsilon: float,
         delta: float,
-        accountant: str,
-        orders: Sequence[float] | np.ndarray | None,
+        accountant: str = "best",
+        orders: Sequence[float] | np.ndarray | None = None,
     ) -> CalibrationReport:
+        """The smallest noise (or other privacy knob) meeting (target_epsilon, delta); a knob given in ``params``
+        is ignored, with a warning."""
         p = self.parse(params)
+        given = [name for name in self.noise_fields if getattr(p, name, None) is not None]
+        if given:
+            p = p.model_copy(update=dict.fromkeys(given))
         self.check_accountant(accountant)
         target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+        query = CalibrationQuery(p, target, check.delta("delta", delta), accountant, order_grid(orders, default=None))
+        report = self._calibrate(query)
+        names = " and ".join(given)
+        ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
+        return _with_warnings(report, (ignored,) if given else (), self._delta_warnings(report.delta, p))
 
-        def plan_at(noise: float) -> MechanismPlan:
-            return self.plan(p.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), d)
-
-        results = calibrate_plan(plan_at, d, target, self.knob, accountant, grid, self.tight_reason(plan_at(1.0)))
-        chosen = choose_accountant(
-            results, accountant, key="calibrated_value", largest=not self.knob.larger_is_more_private
-        )
-        value = float(chosen.calibrated_value)  # type: ignore[arg-type]  # set on every applicable result
-        plan = plan_at(self.knob.as_noise(value))
-        conversion = account_plan(plan, d, "rdp", grid).conversion
-        noise = self.noise(p, value)
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=value if self.knob.field == "noise_multiplier" else None,
-            noise_std=None if noise is None else noise.noise_std,
-            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # set on every applicable result
-            accountant=chosen.name,
-            optimal_order=conversion.optimal_order,
-            rdp=rdp_curve(conversion),
-            accountants=results,
-            noise=noise,
-            conventions=self.conventions(p, plan),
-            utility=None,
-            utility_reason=f"{self.id} states no utility theorem",
-            paper=None,
-            paper_reason=f"{self.id} has no paper calibration of its own",
-            calibrated_parameter=self.knob.field,
-            calibrated_value=value,
-            warnings=conversion.warnings,
+    def _delta_warnings(self, delta: float, params: ParamsModel) -> tuple[str, ...]:
+        """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""
+        dataset_size = getattr(params, "dataset_size", None)
+        if not isinstance(dataset_size, int) or delta * dataset_size < 1.0:
+            return ()
+        return (
+            f"delta = {delta:g} is at least 1/dataset_size = 1/{dataset_size}: an (ε, δ) guarantee this weak allows "
+            "releasing a random record in the clear; δ should be much smaller than 1/n (e.g. below 1/n²)",
         )
 
-    def _knob_value(self, p: ParamsModel) -> float:
-        value = getattr(p, self.knob.field)
-        if value is None:
-            raise ParameterError.single(
-                self.knob.field,
-                "is required for privacy accounting: it is the privacy knob; /v1/calibrate computes it",
-                "a positive number",
-            )
-        return float(value)
+    @abstractmethod
+    def _privacy(self, query: PrivacyQuery[P]) -> PrivacyReport:
+        """The family's answer to :meth:`privacy`."""
+
+    @abstractmethod
+    def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
+        """The family's answer to :meth:`calibrate`."""
+
+    @abstractmethod
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        """Predicted utility bounds with their theorems and assumptions (empty with a reason if none)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Parameter schema, assumptions and bounds, for ``GET /v1/algorithms/{id}``."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "summary": self.summary,
+            "source": self.source,
+            "accountants": list(self.supported_accountants()),
+            "calibrated_parameter": self.calibrated_parameter,
+            "parameters": self.params_model.model_json_schema(),
+            "assumptions": list(self.assumptions),
+            "bounds": [b.__dict__ | {"conditions": list(b.conditions)} for b in self.bounds],
+            "verification": None
+            if self.simulator is None
+            else {"checks": list(self.simulator.checks), "problem": self.simulator.problem_model.model_json_schema()},
+        }
+
+
+Report = TypeVar("Report", PrivacyReport, CalibrationReport)
+
+
+def _with_warnings(report: Report, first: tuple[str, ...], last: tuple[str, ...]) -> Report:
+    """The report with ``first`` before its warnings and ``last`` after them."""
+    if not first and not last:
+        return report
+    return dataclasses.replace(report, warnings=(*first, *report.warnings, *last))

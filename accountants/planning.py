@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import FieldIssue, ParameterError
+from .family import AlgorithmFamily
 from .params import ParamsModel
-from .registry import AlgorithmFamily, families
+from .registry import families
 from .reports import PrivacyReport
 from .verification import Plan
 

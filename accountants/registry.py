@@ -1,234 +1,27 @@
-"""The algorithm registry: one family module per algorithm, discovered automatically.
+"""The algorithm registry: one family package per algorithm, discovered automatically.
 
-A family module in :mod:`accountants.families` defines a subclass of :class:`AlgorithmFamily` decorated with
-:func:`register`; importing the package registers it, and the HTTP API lists it with no edits elsewhere.
+A family package in :mod:`accountants.families` defines a subclass of :class:`~accountants.family.AlgorithmFamily`
+decorated with :func:`register`; importing the package registers it, and the HTTP API lists it with no edits
+elsewhere. A family defined elsewhere (a test's, a user's) is registered the same way and removed with
+:func:`unregister`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import importlib
 import pkgutil
-from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-import numpy as np
+from .errors import UnknownAlgorithmError
+from .family import AlgorithmFamily
 
-from .errors import ParameterError, UnknownAlgorithmError, UnsupportedAccountantError
-from .params import ParamsModel, parse_params
-from .plans import MechanismPlan
-from .reports import CalibrationReport, PrivacyReport, UtilityReport
-from .verification import simulator_for
+F = TypeVar("F", bound=type[AlgorithmFamily[Any]])
 
-if TYPE_CHECKING:
-    from .verification import Simulator
-
-ACCOUNTANT_NAMES: tuple[str, ...] = ("best", "rdp", "tight", "paper")
-"""``best``: the minimum over the valid accountants; ``rdp``: Rényi curve + improved conversion; ``tight``: numerically
-tight accounting of the same mechanism; ``paper``: the paper's own statement, as printed."""
-
-
-class Operation(enum.Enum):
-    """What a request asks of a family."""
-
-    PRIVACY = "privacy"
-    CALIBRATE = "calibrate"
-    UTILITY = "utility"
-
-
-class Cost(enum.Enum):
-    """How much computation an answer needs, so a service can keep cheap answers away from heavy ones."""
-
-    CHEAP = "cheap"
-    """Closed forms and Rényi curves: milliseconds, whatever the parameters."""
-    HEAVY = "heavy"
-    """Numerical privacy-loss distributions, optimal compositions and searches over them: up to seconds."""
-
-
-@dataclass(frozen=True)
-class BoundInfo:
-    """A privacy or utility bound an algorithm offers, where it comes from, and what it needs."""
-
-    name: str
-    kind: str
-    """"privacy" or "utility"."""
-    source: str
-    conditions: tuple[str, ...] = ()
-    accountant: str | None = None
-
-
-class AlgorithmFamily(ABC):
-    """One algorithm: its parameter model, privacy accounting, calibration and utility bounds."""
-
-    id: ClassVar[str]
-    title: ClassVar[str]
-    summary: ClassVar[str]
-    source: ClassVar[str]
-    params_model: ClassVar[type[ParamsModel]]
-    accountants: ClassVar[tuple[str, ...]]
-    """Concrete accountants this family implements (``best`` is always offered on top)."""
-    accountant_notes: ClassVar[Mapping[str, str]] = {}
-    """Why an accountant the family does not implement does not apply to it."""
-    assumptions: ClassVar[tuple[str, ...]] = ()
-    bounds: ClassVar[tuple[BoundInfo, ...]] = ()
-    calibrated_parameter: ClassVar[str] = "noise_multiplier"
-    example: ClassVar[Mapping[str, Any]]
-    """Valid hyperparameters, the privacy knob included (documentation examples; a test answers each)."""
-    utility_example_extra: ClassVar[Mapping[str, Any]] = {}
-    """What a utility request adds to :attr:`example` (e.g. the δ its theorems depend on)."""
-    job_example: ClassVar[Mapping[str, Any] | None] = None
-    """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
-    noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
-    """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
-    parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
-
-    @property
-    def simulator(self) -> Simulator | None:
-        """Runs the algorithm on synthetic problems for verification jobs: the one registered for this id
-        (:func:`accountants.verification.register_simulator`), or None."""
-        return simulator_for(self.id)
-
-    def parse(self, params: Mapping[str, Any] | ParamsModel) -> ParamsModel:
-        """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""
-        return parse_params(self.params_model, params)
-
-    def calibration_example(self) -> dict[str, Any]:
-        """:attr:`example` without the privacy knob (what a calibration request sends)."""
-        knobs = {*self.noise_fields, self.calibrated_parameter}
-        return {name: value for name, value in self.example.items() if name not in knobs}
-
-    def supported_accountants(self) -> tuple[str, ...]:
-        return ("best", *self.accountants)
-
-    def check_accountant(self, accountant: str) -> str:
-        if accountant not in ACCOUNTANT_NAMES:
-            raise ParameterError.single(
-                "accountant", "unknown accountant", "one of: " + ", ".join(ACCOUNTANT_NAMES), accountant
-            )
-        if accountant not in self.supported_accountants():
-            reason = self.accountant_notes.get(accountant, f"{self.id} does not implement it")
-            raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
-        return accountant
-
-    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
-        """The releases about one record as an event tree the generic accountants interpret, at these
-        hyperparameters (the privacy knob included) and δ (which may set δ spent outside the tree, e.g. a
-        solver's failure probability); None where the family's accounting is not a composition of releases (e.g.
-        a last-iterate theorem) or this configuration has no event that describes it."""
-        self.parse(params)
-        return None
-
-    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """What answering ``operation`` with ``accountant`` costs for these hyperparameters (validated here, so
-        invalid input raises :class:`ParameterError` before any work). Default: cheap; families with numerical
-        accountants say where those run."""
-        self.parse(params)
-        return Cost.CHEAP
-
-    def privacy(
-        self,
-        params: Mapping[str, Any] | ParamsModel,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant."""
-        p = self.parse(params)
-        report = self._privacy(p, delta, accountant, orders, refine)
-        return _with_warnings(report, (), self._delta_warnings(report.delta, p))
-
-    def calibrate(
-        self,
-        params: Mapping[str, Any] | ParamsModel,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        """The smallest noise (or other privacy knob) meeting (target_epsilon, delta); a knob given in ``params``
-        is ignored, with a warning."""
-        p = self.parse(params)
-        given = [name for name in self.noise_fields if getattr(p, name, None) is not None]
-        if given:
-            p = p.model_copy(update=dict.fromkeys(given))
-        report = self._calibrate(p, target_epsilon, delta, accountant, orders)
-        names = " and ".join(given)
-        ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
-        return _with_warnings(report, (ignored,) if given else (), self._delta_warnings(report.delta, p))
-
-    def _delta_warnings(self, delta: float, params: ParamsModel) -> tuple[str, ...]:
-        """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""
-        dataset_size = getattr(params, "dataset_size", None)
-        if not isinstance(dataset_size, int) or delta * dataset_size < 1.0:
-            return ()
-        return (
-            f"delta = {delta:g} is at least 1/dataset_size = 1/{dataset_size}: an (ε, δ) guarantee this weak allows "
-            "releasing a random record in the clear; δ should be much smaller than 1/n (e.g. below 1/n²)",
-        )
-
-    @abstractmethod
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | ParamsModel,
-        delta: float,
-        accountant: str,
-        orders: Sequence[float] | np.ndarray | None,
-        refine: bool,
-    ) -> PrivacyReport:
-        """The family's answer to :meth:`privacy`."""
-
-    @abstractmethod
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | ParamsModel,
-        target_epsilon: float,
-        delta: float,
-        accountant: str,
-        orders: Sequence[float] | np.ndarray | None,
-    ) -> CalibrationReport:
-        """The family's answer to :meth:`calibrate`."""
-
-    @abstractmethod
-    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
-        """Predicted utility bounds with their theorems and assumptions (empty with a reason if none)."""
-
-    def describe(self) -> dict[str, Any]:
-        """Parameter schema, assumptions and bounds, for ``GET /v1/algorithms/{id}``."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "summary": self.summary,
-            "source": self.source,
-            "accountants": list(self.supported_accountants()),
-            "calibrated_parameter": self.calibrated_parameter,
-            "parameters": self.params_model.model_json_schema(),
-            "assumptions": list(self.assumptions),
-            "bounds": [b.__dict__ | {"conditions": list(b.conditions)} for b in self.bounds],
-            "verification": None
-            if self.simulator is None
-            else {"checks": list(self.simulator.checks), "problem": self.simulator.problem_model.model_json_schema()},
-        }
-
-
-Report = TypeVar("Report", PrivacyReport, CalibrationReport)
-
-
-def _with_warnings(report: Report, first: tuple[str, ...], last: tuple[str, ...]) -> Report:
-    """The report with ``first`` before its warnings and ``last`` after them."""
-    if not first and not last:
-        return report
-    return dataclasses.replace(report, warnings=(*first, *report.warnings, *last))
-
-
-_REGISTRY: dict[str, AlgorithmFamily] = {}
+_REGISTRY: dict[str, AlgorithmFamily[Any]] = {}
 _DISCOVERED = False
 
 
-def register(cls: type[AlgorithmFamily]) -> type[AlgorithmFamily]:
+def register(cls: F) -> F:
     """Class decorator: make a family available under ``cls.id``."""
     if cls.id in _REGISTRY and type(_REGISTRY[cls.id]) is not cls:
         raise RuntimeError(f"algorithm id {cls.id!r} registered twice")
@@ -252,7 +45,7 @@ def _discover() -> None:
     _DISCOVERED = True
 
 
-def families() -> list[AlgorithmFamily]:
+def families() -> list[AlgorithmFamily[Any]]:
     """Every registered family, in id order."""
     _discover()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
@@ -262,7 +55,7 @@ def ids() -> list[str]:
     return [f.id for f in families()]
 
 
-def get(algorithm: str) -> AlgorithmFamily:
+def get(algorithm: str) -> AlgorithmFamily[Any]:
     """The family registered under ``algorithm`` (raises :class:`UnknownAlgorithmError` listing the valid ids)."""
     _discover()
     try:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 
 from accountants import registry
-from accountants.registry import Operation
+from accountants.family import AlgorithmFamily, Operation
 
 from . import schemas
 from .compute import Compute
@@ -38,7 +38,7 @@ RESPONSE_EXAMPLES_FILE = FilePath(__file__).with_name("openapi_examples.json")
 answers), shown as the response examples of the POST endpoints."""
 
 
-def _families_dp_sgd_first() -> list[registry.AlgorithmFamily]:
+def _families_dp_sgd_first() -> list[AlgorithmFamily[Any]]:
     """The families in the order the docs show them: the baseline first (ReDoc opens on the first example)."""
     return sorted(registry.families(), key=lambda f: (f.id != "dp-sgd", f.id))
 
@@ -114,7 +114,7 @@ def build_router(bodies: dict[str, schemas.RequestBody], compute_of: Any) -> API
     UtilityRequest = bodies["/v1/utility"].annotation
     ComputeDep = Annotated[Compute, Depends(compute_of)]
 
-    def family_for(request: Request, algorithm: str) -> registry.AlgorithmFamily:
+    def family_for(request: Request, algorithm: str) -> AlgorithmFamily[Any]:
         family = registry.get(algorithm)
         request.state.params_fields = tuple(family.params_model.model_fields)
         return family

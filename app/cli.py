@@ -430,7 +430,7 @@ def _openapi(args: argparse.Namespace) -> int:
 
 async def _example_answers() -> dict[str, dict[str, Any]]:
     """The in-process service's answer to every request example of the POST endpoints, by path and algorithm."""
-    from accountants.registry import Operation
+    from accountants.family import Operation
 
     from . import api
     from .main import create_app

@@ -1,6 +1,6 @@
 """Where answers are computed: cheap ones at once, heavy ones bounded.
 
-* **Cheap** answers (closed forms, Rényi curves; :class:`accountants.registry.Cost`) run in the server's thread pool.
+* **Cheap** answers (closed forms, Rényi curves; :class:`accountants.family.Cost`) run in the server's thread pool.
   They never wait for a heavy one: heavy work runs in other processes.
 * **Heavy** answers (privacy-loss distributions, optimal compositions, searches over them) each run in a process of
   their own, forked from a fork server that has imported the library once. At most ``DPCAL_MAX_HEAVY`` run at once
@@ -28,7 +28,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from accountants.registry import AlgorithmFamily, Cost, Operation
+from accountants.family import AlgorithmFamily, Cost, Operation
 
 from . import worker
 from .host import HostSlots

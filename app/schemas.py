@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from accountants import registry
-from accountants.registry import AlgorithmFamily
+from accountants.family import AlgorithmFamily
 from accountants.verification import VerificationResult
 
 AccountantName = Literal["best", "rdp", "tight", "paper"]

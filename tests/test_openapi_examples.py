@@ -6,7 +6,7 @@ import math
 import pytest
 
 from accountants import registry
-from accountants.registry import Operation
+from accountants.family import Operation
 from app import api
 
 ANSWERS = api.json.loads(api.RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8"))

@@ -23,6 +23,7 @@ from accountants.families.private_mirror_descent import (
     schedule,
     tune_algorithm1,
 )
+from accountants.family import Cost, Operation
 from accountants.mechanisms.bounded_range_composition import BoundedRangeComposition
 from accountants.mechanisms.pure_composition import (
     advanced_composition_epsilon,
@@ -36,7 +37,6 @@ from accountants.mechanisms.pure_composition import (
     pure_dp_rdp,
 )
 from accountants.planning import plan_job
-from accountants.registry import Cost, Operation
 from accountants.reports import NOT_ASKED_REASON, AccountantResult, choose_accountant
 from accountants.verification import block_sizes, run_block, summarize
 

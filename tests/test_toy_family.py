@@ -13,7 +13,7 @@ from scipy.stats import norm
 
 from accountants.conversions import epsilon_for_linear_rdp
 from accountants.errors import ParameterError
-from accountants.registry import Cost, Operation
+from accountants.family import Cost, Operation
 from app.main import create_app
 from app.settings import Settings
 from tests.toy_family import registered

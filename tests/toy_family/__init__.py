@@ -13,8 +13,8 @@ from typing import Any
 
 from accountants import registry
 from accountants.events import GaussianEvent, SelfComposedEvent
-from accountants.family import PlannedFamily
 from accountants.params import NOISE_MULTIPLIER_RANGE, ParamsModel, bounded_count, param
+from accountants.planned import PlannedFamily
 from accountants.plans import MechanismPlan
 from accountants.reports import Conventions, Noise
 
@@ -31,7 +31,7 @@ class GaussianSumParams(ParamsModel):
     )
 
 
-class GaussianSum(PlannedFamily):
+class GaussianSum(PlannedFamily[GaussianSumParams]):
     id = "toy-gaussian-sum"
     title = "Gaussian sum query, released k times"
     summary = "A clipped sum with Gaussian noise, composed k times (test family)."
@@ -40,12 +40,11 @@ class GaussianSum(PlannedFamily):
     example: Mapping[str, Any] = {"releases": 10, "clip_norm": 1.0, "noise_multiplier": 2.0}
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        p: GaussianSumParams = self.parse(params)  # type: ignore[assignment]  # parse returns this family's model
+        p = self.parse(params)
         assert p.noise_multiplier is not None
         return MechanismPlan(SelfComposedEvent(GaussianEvent(p.noise_multiplier), p.releases), "add-remove")
 
-    def conventions(self, params: ParamsModel, plan: MechanismPlan) -> Conventions:
-        p: GaussianSumParams = params  # type: ignore[assignment]  # this family's model
+    def conventions(self, p: GaussianSumParams, plan: MechanismPlan) -> Conventions:
         return Conventions(
             neighbouring="add-remove",
             steps=p.releases,
@@ -55,8 +54,7 @@ class GaussianSum(PlannedFamily):
             released="every noisy sum",
         )
 
-    def noise(self, params: ParamsModel, value: float) -> Noise:
-        p: GaussianSumParams = params  # type: ignore[assignment]  # this family's model
+    def noise(self, p: GaussianSumParams, value: float) -> Noise:
         return Noise(value, value * p.clip_norm, p.clip_norm, "add/remove one record moves the sum by ≤ C", "sum")
 
 

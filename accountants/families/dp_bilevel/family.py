@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-import numpy as np
-
-from ... import validation as check
-from ...conversions import order_grid
 from ...errors import CalibrationError, ParameterError
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
 from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, register
+from ...registry import register
 from ...reports import (
     CalibrationReport,
     PrivacyReport,
@@ -41,7 +38,7 @@ from .utility import utility_report
 
 
 @register
-class DpBilevel(AlgorithmFamily):
+class DpBilevel(AlgorithmFamily[BilevelParams]):
     id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 100000,
@@ -175,18 +172,8 @@ class DpBilevel(AlgorithmFamily):
 
     # -- privacy ---------------------------------------------------------------------------------------------------
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | BilevelParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: BilevelParams = self.parse(params)
-        self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _privacy(self, query: PrivacyQuery[BilevelParams]) -> PrivacyReport:
+        p, d, grid, accountant, refine = query.params, query.delta, query.grid, query.accountant, query.refine
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         z_in = inner_multiplier(p, z)
         results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
@@ -215,19 +202,8 @@ class DpBilevel(AlgorithmFamily):
 
     # -- calibration -----------------------------------------------------------------------------------------------
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | BilevelParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: BilevelParams = self.parse(params)
-        self.check_accountant(accountant)
-        target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _calibrate(self, query: CalibrationQuery[BilevelParams]) -> CalibrationReport:
+        p, target, d, grid, accountant = query.params, query.target_epsilon, query.delta, query.grid, query.accountant
         notes: list[str] = []
         if p.inner_noise_multiplier is not None:
             notes.append(

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ... import validation as check
 from ...calibration import calibrate_rdp
-from ...conversions import order_grid
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Operation, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
+from ...registry import register
 from ...reports import (
     AccountantResult,
     CalibrationReport,
@@ -39,7 +38,7 @@ from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _requ
 
 
 @register
-class DpSgd(AlgorithmFamily):
+class DpSgd(AlgorithmFamily[DpSgdParams]):
     id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 60000,
@@ -127,23 +126,13 @@ class DpSgd(AlgorithmFamily):
 
     # -- privacy ---------------------------------------------------------------------------------------------------
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | DpSgdParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: DpSgdParams = self.parse(params)
-        self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders, default=None)
+    def _privacy(self, query: PrivacyQuery[DpSgdParams]) -> PrivacyReport:
+        p, d, accountant = query.params, query.delta, query.accountant
         z = _noise_multiplier(p)
         steps, rule = steps_and_rule(p)
         warnings: list[str] = []
 
-        conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, grid, refine)
+        conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, query.orders, query.refine)
         _require_finite(conversion.value, "noise_multiplier")
         warnings += conversion.warnings
         tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
@@ -166,20 +155,9 @@ class DpSgd(AlgorithmFamily):
 
     # -- calibration -----------------------------------------------------------------------------------------------
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | DpSgdParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: DpSgdParams = self.parse(params)
-        self.check_accountant(accountant)
-        target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders, default=None)
-        return _calibrate_cached(self, p, target, d, accountant, None if grid is None else tuple(grid))
+    def _calibrate(self, query: CalibrationQuery[DpSgdParams]) -> CalibrationReport:
+        grid = None if query.orders is None else tuple(query.orders)
+        return _calibrate_cached(self, query.params, query.target_epsilon, query.delta, query.accountant, grid)
 
     def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
         self.parse(params)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-import numpy as np
-
-from ... import validation as check
-from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon, order_grid
+from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon
 from ...errors import ParameterError
-from ...registry import AlgorithmFamily, BoundInfo, register
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
+from ...registry import register
 from ...reports import (
     AccountantResult,
     CalibrationReport,
@@ -42,7 +40,7 @@ _UTILITY_REASON = (
 
 
 @register
-class DpSgdLastIterate(AlgorithmFamily):
+class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
     id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 10000,
@@ -124,18 +122,8 @@ class DpSgdLastIterate(AlgorithmFamily):
         ),
     )
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | LastIterateParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: LastIterateParams = self.parse(params)
-        self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:
+        p, d, grid = query.params, query.delta, query.grid
         z = _noise_multiplier(p)
         steps, rule = _steps(p)
         found = bounds_for(p, steps)
@@ -163,19 +151,8 @@ class DpSgdLastIterate(AlgorithmFamily):
             bounds=tuple(_bound_results(found, best, z, d, grid)),
         )
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | LastIterateParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: LastIterateParams = self.parse(params)
-        self.check_accountant(accountant)
-        target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _calibrate(self, query: CalibrationQuery[LastIterateParams]) -> CalibrationReport:
+        p, target, d, grid = query.params, query.target_epsilon, query.delta, query.grid
         notes: list[str] = []
         steps, rule = _steps(p)
         found = bounds_for(p, steps)

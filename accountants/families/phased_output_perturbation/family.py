@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
-from ... import validation as check
-from ...conversions import epsilon_for_linear_rdp, order_grid
+from ...conversions import epsilon_for_linear_rdp
 from ...errors import CalibrationError, FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, register
+from ...registry import register
 from ...reports import (
     AccountantResult,
     CalibrationReport,
@@ -46,7 +44,7 @@ from .utility import utility_bounds
 
 
 @register
-class PhasedOutputPerturbation(AlgorithmFamily):
+class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
     id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "problem_class": "convex",
@@ -136,18 +134,8 @@ class PhasedOutputPerturbation(AlgorithmFamily):
         event = SelfComposedEvent(GaussianEvent(z), releases_per_record(p.problem_class))
         return MechanismPlan(event, "replace-one", reserved_delta=delta_fail)
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | PhasedOutputPerturbationParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: PhasedOutputPerturbationParams = self.parse(params)
-        self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _privacy(self, query: PrivacyQuery[PhasedOutputPerturbationParams]) -> PrivacyReport:
+        p, d, grid, accountant = query.params, query.delta, query.grid, query.accountant
         _check_target_delta(p, d)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         probability, delta_fail, default = solver_failure(p, d)
@@ -186,19 +174,8 @@ class PhasedOutputPerturbation(AlgorithmFamily):
 
     # -- calibration ---------------------------------------------------------------------------------------------
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | PhasedOutputPerturbationParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: PhasedOutputPerturbationParams = self.parse(params)
-        self.check_accountant(accountant)
-        target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _calibrate(self, query: CalibrationQuery[PhasedOutputPerturbationParams]) -> CalibrationReport:
+        p, target, d, grid, accountant = query.params, query.target_epsilon, query.delta, query.grid, query.accountant
         _check_target_delta(p, d)
         notes: list[str] = []
         probability, delta_fail, default = solver_failure(p, d)

@@ -3,23 +3,18 @@ protocol."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
-from ... import validation as check
-from ...conversions import (
-    order_grid,
-)
 from ...errors import CalibrationError
 from ...events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Operation, PrivacyQuery
 from ...mechanisms.pure_composition import (
     MAX_COMPOSITIONS,
 )
 from ...params import ParamsModel
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, Cost, Operation, register
+from ...registry import register
 from ...reports import (
     CalibrationReport,
     PrivacyReport,
@@ -36,7 +31,7 @@ from .utility import _recommendations, _utility_report
 
 
 @register
-class PrivateMirrorDescent(AlgorithmFamily):
+class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     id = ALGORITHM_ID
     example: ClassVar[Mapping[str, Any]] = {
         "variant": "second-order",
@@ -154,18 +149,8 @@ class PrivateMirrorDescent(AlgorithmFamily):
 
     # -- privacy ------------------------------------------------------------------------------------------------------
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | PrivateMirrorDescentParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: PrivateMirrorDescentParams = self.parse(params)
-        self.check_accountant(accountant)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _privacy(self, query: PrivacyQuery[PrivateMirrorDescentParams]) -> PrivacyReport:
+        p, d, grid, accountant, refine = query.params, query.delta, query.grid, query.accountant, query.refine
         eta = _stepsize(p)
         sched = schedule(p)
         acc = account(sched, eta, d, grid, refine, tight=accountant != "rdp")
@@ -188,19 +173,8 @@ class PrivateMirrorDescent(AlgorithmFamily):
 
     # -- calibration --------------------------------------------------------------------------------------------------
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | PrivateMirrorDescentParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: PrivateMirrorDescentParams = self.parse(params)
-        self.check_accountant(accountant)
-        target = check.positive("target_epsilon", target_epsilon)
-        d = check.delta("delta", delta)
-        grid = order_grid(orders)
+    def _calibrate(self, query: CalibrationQuery[PrivateMirrorDescentParams]) -> CalibrationReport:
+        p, target, d, grid, accountant = query.params, query.target_epsilon, query.delta, query.grid, query.accountant
         notes: list[str] = []
         sched = schedule(p)
         if sched.count == 0 and accountant != "paper":

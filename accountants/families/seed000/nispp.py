@@ -25,16 +25,17 @@ max{M/D, L}·max{√n, z√d/2} (multi; Theorem 7's z = 2√(ln(1/η))/ε), and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ...errors import ParameterError
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
 from ...params import ParamsModel
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, register
+from ...registry import register
 from ...reports import (
     Assumption,
     CalibrationReport,
@@ -186,7 +187,7 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 
 
 @register
-class Nispp(AlgorithmFamily):
+class Nispp(AlgorithmFamily[NisppParams]):
     id = "nispp"
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 10000,
@@ -266,32 +267,18 @@ class Nispp(AlgorithmFamily):
         p: NisppParams = self.parse(params)
         return p.releases().plan(setting(p).noise_multiplier)
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | NisppParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: NisppParams = self.parse(params)
-        self.check_accountant(accountant)
+    def _privacy(self, query: PrivacyQuery[NisppParams]) -> PrivacyReport:
+        p, delta, accountant = query.params, query.delta, query.accountant
         s = setting(p)
-        answer = account(p.releases(), s.noise_multiplier, delta, paper_statement(p), accountant, orders, refine)
+        answer = account(
+            p.releases(), s.noise_multiplier, delta, paper_statement(p), accountant, query.orders, query.refine
+        )
         return privacy_report(self.id, answer, delta, _noise(p, s), _conventions(p), _releases(p, s), _notes(p, s))
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | NisppParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: NisppParams = self.parse(params)
-        self.check_accountant(accountant)
+    def _calibrate(self, query: CalibrationQuery[NisppParams]) -> CalibrationReport:
+        p, target_epsilon, delta, accountant = query.params, query.target_epsilon, query.delta, query.accountant
         ignored: list[str] = []
-        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
+        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, query.orders)
         s = setting(p, answer.noise_multiplier)
         utility: UtilityReport | None = None
         reason = None

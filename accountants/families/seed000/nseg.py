@@ -26,16 +26,17 @@ the paper's K = T).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
 from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
 from ...plans import MechanismPlan
-from ...registry import AlgorithmFamily, BoundInfo, register
+from ...registry import register
 from ...reports import (
     Assumption,
     CalibrationReport,
@@ -319,7 +320,7 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 
 
 @register
-class Nseg(AlgorithmFamily):
+class Nseg(AlgorithmFamily[NsegParams]):
     id = "nseg"
     example: ClassVar[Mapping[str, Any]] = {
         "dataset_size": 10000,
@@ -394,32 +395,16 @@ class Nseg(AlgorithmFamily):
         p: NsegParams = self.parse(params)
         return p.releases().plan(resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity))
 
-    def _privacy(
-        self,
-        params: Mapping[str, Any] | NsegParams,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-        refine: bool = True,
-    ) -> PrivacyReport:
-        p: NsegParams = self.parse(params)
-        self.check_accountant(accountant)
+    def _privacy(self, query: PrivacyQuery[NsegParams]) -> PrivacyReport:
+        p, delta, accountant = query.params, query.delta, query.accountant
         z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
-        answer = account(p.releases(), z, delta, paper_statement(p), accountant, orders, refine)
+        answer = account(p.releases(), z, delta, paper_statement(p), accountant, query.orders, query.refine)
         return privacy_report(self.id, answer, delta, _noise(p, z), _conventions(p), _releases(p, z), _notes(p))
 
-    def _calibrate(
-        self,
-        params: Mapping[str, Any] | NsegParams,
-        target_epsilon: float,
-        delta: float,
-        accountant: str = "best",
-        orders: Sequence[float] | np.ndarray | None = None,
-    ) -> CalibrationReport:
-        p: NsegParams = self.parse(params)
-        self.check_accountant(accountant)
+    def _calibrate(self, query: CalibrationQuery[NsegParams]) -> CalibrationReport:
+        p, target_epsilon, delta, accountant = query.params, query.target_epsilon, query.delta, query.accountant
         notes = list(_notes(p))
-        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, orders)
+        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, query.orders)
         z = answer.noise_multiplier
         sigma = z * p.sensitivity
         utility: UtilityReport | None = None

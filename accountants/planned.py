@@ -1,0 +1,144 @@
+"""A family that compiles its hyperparameters to a mechanism plan gets privacy and calibration from the spine.
+
+A :class:`PlannedFamily` declares its privacy :class:`~accountants.plans.Knob` and implements :meth:`plan`: the
+releases about one record as a :class:`~accountants.events.DpEvent` tree. The spine answers the rest:
+
+* ``rdp``: :class:`~accountants.rdp.RdpAccountant` on the plan (improved conversion, order refined);
+* ``tight``: exact where the plan is a tree of Gaussian releases (:mod:`accountants.gdp`); otherwise the family's
+  :meth:`PlannedFamily.tight_reason`;
+* ``best``: the smallest applicable answer (:func:`~accountants.reports.choose_accountant`);
+* calibration: :func:`~accountants.calibration.calibrate_rdp` over the knob for ``rdp``, the generic one-sided root
+  finder :func:`~accountants.calibration.calibrate` for ``tight``.
+
+What only the family knows stays with it: :meth:`plan`, :meth:`conventions` (its wording), :meth:`noise` (units),
+:meth:`utility`. A new algorithm is one such class decorated with :func:`~accountants.registry.register`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .errors import ParameterError
+from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
+from .params import ParamsModel
+from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
+from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
+from .reports import (
+    CalibrationReport,
+    Conventions,
+    Noise,
+    PrivacyReport,
+    UtilityReport,
+    choose_accountant,
+)
+
+
+class PlannedFamily(AlgorithmFamily[P]):
+    """A family whose privacy is that of its :meth:`plan`; subclasses add wording and utility."""
+
+    knob: ClassVar[Knob] = NOISE_MULTIPLIER
+    accountants: ClassVar[tuple[str, ...]] = ("rdp", "tight")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.noise_fields = (cls.knob.field,)
+        cls.calibrated_parameter = cls.knob.field
+
+    # -- what the family supplies ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """The releases about one record at these hyperparameters (the knob included) and δ."""
+
+    @abstractmethod
+    def conventions(self, params: P, plan: MechanismPlan) -> Conventions:
+        """Neighbouring relation, step count, sampling and the knob's definition, in the family's words."""
+
+    def noise(self, params: P, value: float) -> Noise | None:
+        """The noise in both units at knob ``value`` (None where the knob is not a noise scale)."""
+        return None
+
+    def tight_reason(self, plan: MechanismPlan) -> str:
+        """Why ``tight`` does not apply to a plan that is not a tree of Gaussian releases."""
+        return NOT_GAUSSIAN
+
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        self.parse(params)
+        return UtilityReport(self.id, (), f"{self.id} states no utility theorem")
+
+    # -- what the spine answers --------------------------------------------------------------------------------
+
+    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
+        """Cheap: Rényi curves and Gaussian-DP closed forms."""
+        self.parse(params)
+        return Cost.CHEAP
+
+    def _privacy(self, query: PrivacyQuery[P]) -> PrivacyReport:
+        p, d = query.params, query.delta
+        value = self._knob_value(p)
+        plan = self.plan(p, d)
+        answer = account_plan(plan, d, query.accountant, query.grid, query.refine, self.tight_reason(plan))
+        if not math.isfinite(answer.conversion.value):
+            raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
+        chosen = choose_accountant(answer.results, query.accountant, supported=self.supported_accountants())
+        return PrivacyReport(
+            algorithm=self.id,
+            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # chosen results are applicable: ε is set
+            delta=d,
+            accountant=chosen.name,
+            optimal_order=answer.conversion.optimal_order,
+            rdp=answer.curve,
+            accountants=answer.results,
+            noise=self.noise(p, value),
+            conventions=self.conventions(p, plan),
+            warnings=answer.conversion.warnings,
+        )
+
+    def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
+        p, d, target, grid = query.params, query.delta, query.target_epsilon, query.grid
+
+        def plan_at(noise: float) -> MechanismPlan:
+            return self.plan(p.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), d)
+
+        results = calibrate_plan(plan_at, d, target, self.knob, query.accountant, grid, self.tight_reason(plan_at(1.0)))
+        chosen = choose_accountant(
+            results, query.accountant, key="calibrated_value", largest=not self.knob.larger_is_more_private
+        )
+        value = float(chosen.calibrated_value)  # type: ignore[arg-type]  # set on every applicable result
+        plan = plan_at(self.knob.as_noise(value))
+        conversion = account_plan(plan, d, "rdp", grid).conversion
+        noise = self.noise(p, value)
+        return CalibrationReport(
+            algorithm=self.id,
+            target_epsilon=target,
+            delta=d,
+            noise_multiplier=value if self.knob.field == "noise_multiplier" else None,
+            noise_std=None if noise is None else noise.noise_std,
+            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # set on every applicable result
+            accountant=chosen.name,
+            optimal_order=conversion.optimal_order,
+            rdp=rdp_curve(conversion),
+            accountants=results,
+            noise=noise,
+            conventions=self.conventions(p, plan),
+            utility=None,
+            utility_reason=f"{self.id} states no utility theorem",
+            paper=None,
+            paper_reason=f"{self.id} has no paper calibration of its own",
+            calibrated_parameter=self.knob.field,
+            calibrated_value=value,
+            warnings=conversion.warnings,
+        )
+
+    def _knob_value(self, p: P) -> float:
+        value = getattr(p, self.knob.field)
+        if value is None:
+            raise ParameterError.single(
+                self.knob.field,
+                "is required for privacy accounting: it is the privacy knob; /v1/calibrate computes it",
+                "a positive number",
+            )
+        return float(value)
