@@ -15,7 +15,7 @@ from .family import AlgorithmFamily
 from .params import ParamsModel
 from .registry import families
 from .reports import PrivacyReport
-from .verification import Plan
+from .verification import Job, Plan
 
 
 def plan_job(
@@ -68,4 +68,4 @@ def plan_job(
     def privacy() -> PrivacyReport:
         return family.privacy(p, delta)
 
-    return simulator.plan(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy)
+    return simulator.plan(Job(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy))

@@ -19,7 +19,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -35,6 +35,10 @@ PrivacyOf = Callable[[], "PrivacyReport"]
 """The family's privacy answer at the job's parameters and δ, computed when the simulator asks for it (after its own
 input checks): handed to :meth:`Simulator.plan` by :func:`accountants.planning.plan_job`, so that no simulator
 calls its family."""
+P = TypeVar("P", bound=ParamsModel)
+"""A family's parameter model."""
+Q = TypeVar("Q", bound=ParamsModel)
+"""A simulator's problem model."""
 
 BLOCK_TRIALS = 64
 CHECKS = ("utility", "privacy-audit")
@@ -97,30 +101,86 @@ class BlockResult:
         return {"utility": self.utility, "score_in": self.score_in, "score_out": self.score_out}
 
 
-class Simulator(ABC):
+@dataclass(frozen=True)
+class Job(Generic[P, Q]):
+    """A validated verification job as :func:`accountants.planning.plan_job` hands it to a simulator: the
+    hyperparameters (the knob calibrated already, where the job named a target ε), the problem, the checks, and the
+    family's privacy answer on demand."""
+
+    params: P
+    delta: float
+    checks: tuple[str, ...]
+    trials: int
+    seed: int
+    problem: Q
+    privacy: PrivacyOf
+    """The family's privacy answer at ``params`` and ``delta`` (computed when called, after the simulator's checks)."""
+
+    @property
+    def utility(self) -> bool:
+        """Whether the job measures utility."""
+        return "utility" in self.checks
+
+    @property
+    def audit(self) -> bool:
+        """Whether the job audits privacy."""
+        return "privacy-audit" in self.checks
+
+    def plan(
+        self,
+        report: PrivacyReport,
+        *,
+        params: dict[str, Any],
+        problem: dict[str, Any],
+        work: float,
+        epsilon_exact: float | None = None,
+        exact_note: str | None = None,
+        utility_measure: str | None = None,
+        predicted_bound: float | None = None,
+        predicted_source: str | None = None,
+        prediction_note: str | None = None,
+        audit_method: str | None = None,
+    ) -> Plan:
+        """The plan of this job: its checks, trials, seed and δ, the accounted ε of ``report``, and the simulator's
+        resolved problem and prediction (the utility measure and prediction only where utility is checked, the audit
+        method only where privacy is audited)."""
+        utility = self.utility
+        return Plan(
+            algorithm=report.algorithm,
+            params=params,
+            problem=problem,
+            checks=self.checks,
+            trials=self.trials,
+            seed=self.seed,
+            delta=self.delta,
+            epsilon_accounted=report.epsilon,
+            accountant=report.accountant,
+            epsilon_exact=epsilon_exact,
+            exact_note=exact_note,
+            utility_measure=utility_measure if utility else None,
+            predicted_bound=predicted_bound if utility else None,
+            predicted_source=predicted_source if utility else None,
+            prediction_note=prediction_note if utility else None,
+            audit_method=audit_method if self.audit else None,
+            work=work,
+        )
+
+
+class Simulator(ABC, Generic[P, Q]):
     """A family's simulator: it plans a verification run and runs blocks of trials (deterministic given the rng)."""
 
-    problem_model: ClassVar[type[ParamsModel]]
+    problem_model: type[Q]
     checks: ClassVar[tuple[str, ...]] = CHECKS
 
     @abstractmethod
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
-        """Resolve the problem, the accounted and exact ε (from ``privacy()``), and the predicted utility."""
+    def plan(self, job: Job[P, Q]) -> Plan:
+        """Resolve the problem, the accounted and exact ε (from ``job.privacy()``), and the predicted utility."""
 
     @abstractmethod
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
         """Run ``trials`` trials (for the requested checks) drawing only from ``rng``."""
 
-    def parse_problem(self, problem: Mapping[str, Any] | None) -> ParamsModel:
+    def parse_problem(self, problem: Mapping[str, Any] | None) -> Q:
         try:
             return parse_params(self.problem_model, problem or {})
         except ParameterError as error:
@@ -129,10 +189,10 @@ class Simulator(ABC):
             ) from None
 
 
-_SIMULATORS: dict[str, Simulator] = {}
+_SIMULATORS: dict[str, Simulator[Any, Any]] = {}
 
 
-def register_simulator(algorithm: str, simulator: Simulator) -> Simulator:
+def register_simulator(algorithm: str, simulator: Simulator[P, Q]) -> Simulator[P, Q]:
     """Make ``simulator`` the one that runs verification jobs for ``algorithm`` (each family's ``simulate`` module
     registers its own; the family does not know its simulator)."""
     known = _SIMULATORS.get(algorithm)
@@ -142,12 +202,12 @@ def register_simulator(algorithm: str, simulator: Simulator) -> Simulator:
     return simulator
 
 
-def simulator_for(algorithm: str) -> Simulator | None:
+def simulator_for(algorithm: str) -> Simulator[Any, Any] | None:
     """The simulator registered for ``algorithm``, if any."""
     return _SIMULATORS.get(algorithm)
 
 
-def run_block(simulator: Simulator, plan: Plan, block: int) -> BlockResult:
+def run_block(simulator: Simulator[Any, Any], plan: Plan, block: int) -> BlockResult:
     """Block ``block`` of ``plan`` (its size and random stream are fixed by the block index)."""
     return simulator.run_block(plan, block_rng(plan.seed, block), block_sizes(plan.trials)[block])
 

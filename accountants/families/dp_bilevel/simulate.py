@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ParameterError
-from ...params import ParamsModel
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, BilevelParams
 from .plan import inner_multiplier, mechanisms
 from .problems import (
@@ -30,7 +29,7 @@ from .problems import (
 from .utility import radius_step
 
 
-class BilevelSimulator(Simulator):
+class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
     """Algorithm 1 (full batch) or 3 (mini-batch) run on a synthetic problem with closed forms.
 
     quadratic: the spec §7.4 problem, built from the declared constants (μ = μ_g, a = ρ = min(1, L₁^f),
@@ -47,18 +46,8 @@ class BilevelSimulator(Simulator):
 
     problem_model = BilevelProblem
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
-        p: BilevelParams = params  # type: ignore[assignment]
-        pr: BilevelProblem = problem  # type: ignore[assignment]
+    def plan(self, job: Job[BilevelParams, BilevelProblem]) -> Plan:
+        p, pr, trials, seed = job.params, job.problem, job.trials, job.seed
         if p.mini and p.dataset_size >= MAX_SIMULATED_RECORDS:
             raise ParameterError.single(
                 "params.dataset_size",
@@ -75,32 +64,24 @@ class BilevelSimulator(Simulator):
                     f"an integer in [1, {MAX_SIMULATED_DIMENSION}]",
                     getattr(p, name),
                 )
-        report = privacy()
+        report = job.privacy()
         z = report.noise.noise_multiplier  # type: ignore[union-attr]
         z_in = inner_multiplier(p, z)
         resolved = _resolve_quadratic(p, pr, seed) if pr.kind == "quadratic" else _resolve_ridge(p, pr, seed)
         resolved |= {"kind": pr.kind, "prototypes": pr.prototypes, "inner_noise_multiplier": z_in}
         prediction, note = None, None
-        if "utility" in checks:
+        if job.utility:
             prediction, note = _prediction(p, resolved, z, z_in)
-        runs = ("utility" in checks) + 2 * ("privacy-audit" in checks)
+        runs = (job.utility) + 2 * (job.audit)
         work = runs * p.steps * (2.0 * p.inner_total + 1.0) * _step_work(p, int(resolved["records"]), trials)
-        return Plan(
-            algorithm=report.algorithm,
+        return job.plan(
+            report,
             params=p.model_dump() | {"noise_multiplier": z, "inner_noise_multiplier": z_in},
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=None,
             exact_note="no closed form: the inner solves release information too (the accounted ε covers all "
             "T(2K + 1) releases)",
-            utility_measure="projected penalty hypergradient ‖G_{L*_λ,η}(x_out)‖ at the output x_{t_out}"
-            if "utility" in checks
-            else None,
+            utility_measure="projected penalty hypergradient ‖G_{L*_λ,η}(x_out)‖ at the output x_{t_out}",
             predicted_bound=prediction,
             predicted_source="explicit bound 4D + √(12·L·Δ_λ/T) (seed 003, Proposition 4.6, spec §4.3) with the "
             "problem's exact Δ_F"
@@ -112,9 +93,7 @@ class BilevelSimulator(Simulator):
                 "coordinate of the last iterate"
                 if pr.kind == "quadratic"
                 else "a training record's label flipped between D and D′; score: the last iterate ω_T"
-            )
-            if "privacy-audit" in checks
-            else None,
+            ),
             work=work,
         )
 

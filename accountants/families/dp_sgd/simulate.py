@@ -10,7 +10,7 @@ import numpy as np
 
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, bounded_count, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores, register_simulator
+from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores, register_simulator
 from .params import ALGORITHM_ID, DpSgdParams
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
@@ -39,7 +39,7 @@ class DpSgdProblem(ParamsModel):
     )
 
 
-class DpSgdSimulator(Simulator):
+class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     """DP-SGD on synthetic logistic regression, audited with a gradient canary.
 
     Audit: the distinguishing record is a *gradient canary*, a record whose per-example gradient is always C·u for a
@@ -53,19 +53,9 @@ class DpSgdSimulator(Simulator):
 
     problem_model = DpSgdProblem
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
-        p: DpSgdParams = params  # type: ignore[assignment]
-        pr: DpSgdProblem = problem  # type: ignore[assignment]
-        report = privacy()
+    def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> Plan:
+        p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
+        report = job.privacy()
         z = report.noise.noise_multiplier
         steps = report.conventions.steps
         q = p.sampling_rate
@@ -80,36 +70,26 @@ class DpSgdSimulator(Simulator):
             "canary": "gradient canary along a dedicated coordinate",
         }
         optimum = None
-        if "utility" in checks:
+        if job.utility:
             features, labels = _logistic_data(seed, records, pr.dimension)
             optimum = _logistic_optimum(features, labels)
             resolved["optimal_loss"] = optimum
         exact = gaussian_epsilon(z, delta, steps) if p.batch_size == p.dataset_size else None
-        work = trials * steps * (2.0 + (("utility" in checks) * (q * records + 1) * pr.dimension))
-        return Plan(
-            algorithm=report.algorithm,
+        work = trials * steps * (2.0 + ((job.utility) * (q * records + 1) * pr.dimension))
+        return job.plan(
+            report,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=exact,
             exact_note=None
             if exact is not None
             else "no closed form for a subsampled Gaussian (needs a privacy-loss-distribution accountant)",
-            utility_measure="excess empirical logistic loss of the last iterate" if "utility" in checks else None,
+            utility_measure="excess empirical logistic loss of the last iterate",
             predicted_bound=None,
             predicted_source=None,
-            prediction_note="dp-sgd has no utility bound without assumptions on the loss"
-            if "utility" in checks
-            else None,
+            prediction_note="dp-sgd has no utility bound without assumptions on the loss",
             audit_method="gradient canary along a dedicated coordinate; score: log-likelihood ratio of the whole "
-            "transcript along it (most powerful test)"
-            if "privacy-audit" in checks
-            else None,
+            "transcript along it (most powerful test)",
             work=work,
         )
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, bounded_count, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, LastIterateParams
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
@@ -42,7 +42,7 @@ class LastIterateProblem(ParamsModel):
     )
 
 
-class LastIterateSimulator(Simulator):
+class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
     """Algorithm 1 on synthetic problems, with the swapped record at the slot where it matters most.
 
     linear-gaussian: x_t = x_{t−1} − λ(a·x_{t−1} + c̄_t) + N(0, σ²), the batch means c̄_t from records c_i ∈ [−C, C];
@@ -56,21 +56,11 @@ class LastIterateSimulator(Simulator):
 
     problem_model = LastIterateProblem
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
+    def plan(self, job: Job[LastIterateParams, LastIterateProblem]) -> Plan:
         from ...mechanisms.gaussian import gdp_epsilon
 
-        p: LastIterateParams = params  # type: ignore[assignment]
-        pr: LastIterateProblem = problem  # type: ignore[assignment]
-        report = privacy()
+        p, pr, delta, checks, trials, seed = job.params, job.problem, job.delta, job.checks, job.trials, job.seed
+        report = job.privacy()
         z = report.noise.noise_multiplier
         steps = report.conventions.steps
         ell = p.steps_per_pass
@@ -87,7 +77,7 @@ class LastIterateSimulator(Simulator):
                     f"max(0, −a) ≤ weak_convexity, i.e. a in [{-p.weak_convexity:g}, {p.smoothness:g}]",
                     a,
                 )
-            if "utility" in checks and a <= 0:
+            if job.utility and a <= 0:
                 raise ParameterError.single(
                     "problem.curvature",
                     "the utility check needs a convex instance (a > 0: a finite minimiser)",
@@ -99,7 +89,7 @@ class LastIterateSimulator(Simulator):
             sd = sigma * math.sqrt(_geometric(1.0 - p.stepsize * a, steps))
             exact = gdp_epsilon(abs(shift) / sd, delta)
             resolved |= {"curvature": a, "slot": slot, "records_mean": float(records.mean())}
-            if "utility" in checks:
+            if job.utility:
                 prediction = _linear_expected_excess(a, p, steps, records, sd)
             work = trials * steps * 4.0
         else:
@@ -113,31 +103,23 @@ class LastIterateSimulator(Simulator):
                 "slot": 0,
                 "canary": "gradient canary on a coordinate no other record uses",
             }
-            if "utility" in checks:
+            if job.utility:
                 features, labels = _logistic_features(seed, p.dataset_size, pr.dimension)
                 from .dp_sgd import _logistic_optimum
 
                 resolved["optimal_loss"] = _logistic_optimum(features, labels)
             work = trials * steps * (4.0 + 2.0 * p.batch_size * pr.dimension)
-        return Plan(
-            algorithm=report.algorithm,
+        return job.plan(
+            report,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=exact,
             exact_note="analytic Gaussian of the simulated instance's last iterate (Balle & Wang 2018)",
             utility_measure=(
                 "excess loss φ(X_T) − φ* of the last iterate"
                 if pr.kind == "linear-gaussian"
                 else "excess empirical logistic loss of the last iterate"
-            )
-            if "utility" in checks
-            else None,
+            ),
             predicted_bound=prediction,
             predicted_source="exact expectation E φ(X_T) − φ* of the Gaussian last iterate (closed form)"
             if prediction is not None
@@ -146,9 +128,7 @@ class LastIterateSimulator(Simulator):
             if prediction is not None or "utility" not in checks
             else "seed 004 proves no utility bound; measured only",
             audit_method="the last iterate (the swapped record's coordinate for logistic), most powerful test for "
-            "the Gaussian it is"
-            if "privacy-audit" in checks
-            else None,
+            "the Gaussian it is",
             work=work,
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import FieldIssue, ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, CONSTANT_RANGE, PHASED, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, mechanism
 from .privacy import gdp_parameter, paper_failure_probability, releases_per_record
@@ -112,7 +112,7 @@ def _simulable(p: PhasedOutputPerturbationParams) -> None:
         raise ParameterError(issues)
 
 
-class PhasedOutputPerturbationSimulator(Simulator):
+class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams, PhasedOutputPerturbationProblem]):
     """Seed 002's algorithms on the synthetic problems E1–E5 of spec §5.2
     (:mod:`accountants.synthetic.output_perturbation`).
 
@@ -126,22 +126,12 @@ class PhasedOutputPerturbationSimulator(Simulator):
 
     problem_model = PhasedOutputPerturbationProblem
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
+    def plan(self, job: Job[PhasedOutputPerturbationParams, PhasedOutputPerturbationProblem]) -> Plan:
         from ...synthetic import output_perturbation as synthetic
 
-        p: PhasedOutputPerturbationParams = params  # type: ignore[assignment]
-        pr: PhasedOutputPerturbationProblem = problem  # type: ignore[assignment]
+        p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
         _simulable(p)
-        report = privacy()
+        report = job.privacy()
         z = report.noise.noise_multiplier  # type: ignore[union-attr]
         cls, n = p.problem_class, p.dataset_size
         mech = mechanism(p, z)
@@ -170,41 +160,33 @@ class PhasedOutputPerturbationSimulator(Simulator):
             "audit_solver": pr.audit_solver,
         }
         work_utility, work_audit, setup = _work(cls, p, mech, resolved, trials, iterations, ell_b)
-        work = (work_utility if "utility" in checks else 0.0) + (work_audit + setup if "privacy-audit" in checks else 0)
+        work = (work_utility if job.utility else 0.0) + (work_audit + setup if job.audit else 0)
 
         exact = None
         exact_note = None
-        if "privacy-audit" in checks:
+        if job.audit:
             exact, exact_note = _audit_setup(p, pr, mech, resolved, setup, ell_b, delta, seed)
             exact_note += f" (the accountant's μ = {gdp_parameter(cls, z):.6g}); deterministic solver, so no δ_fail; "
             exact_note += f"{pr.audit_solver} base solver"
 
         prediction = source = note = None
-        if "utility" in checks:
+        if job.utility:
             prediction, source = predicted_bound(p, mech, delta)
             note = _prediction_note(cls, resolved, mech, clamped)
-        return Plan(
-            algorithm=report.algorithm,
+        return job.plan(
+            report,
             params=p.model_dump() | {"noise_multiplier": z},
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=exact,
             exact_note=exact_note,
-            utility_measure=_MEASURED[cls] if "utility" in checks else None,
+            utility_measure=_MEASURED[cls],
             predicted_bound=prediction,
             predicted_source=source,
             prediction_note=note,
             audit_method=(
                 "distinguishing record: the first record (block 1), replaced by a compliant one; score: log-likelihood "
                 "ratio of the phase-1 release(s) that see it (most powerful test for these Gaussians)"
-            )
-            if "privacy-audit" in checks
-            else None,
+            ),
             work=work,
         )
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, register_simulator
+from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, SADDLE_VARIANTS, PrivateMirrorDescentParams
 from .plan import Schedule, schedule
 from .utility import _EXPLICIT_SOURCE, ell12, explicit_gap_bound, regime
@@ -45,7 +45,7 @@ class MirrorDescentProblem(ParamsModel):
     )
 
 
-class MirrorDescentSimulator(Simulator):
+class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescentProblem]):
     """The variants run for real on matrix games (saddle points) or linear losses on the simplex (sco).
 
     utility: every trial draws its own data set (records ±c entry by entry, in one pass) and measures the exact gap
@@ -59,41 +59,25 @@ class MirrorDescentSimulator(Simulator):
 
     problem_model = MirrorDescentProblem
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
-        p: PrivateMirrorDescentParams = params  # type: ignore[assignment]
-        pr: MirrorDescentProblem = problem  # type: ignore[assignment]
-        report = privacy()
+    def plan(self, job: Job[PrivateMirrorDescentParams, MirrorDescentProblem]) -> Plan:
+        p, pr, checks, trials, seed = job.params, job.problem, job.checks, job.trials, job.seed
+        report = job.privacy()
         sched = schedule(p)
         kind, scale = _checked_problem(p, pr)
         resolved = _resolved(p, sched, kind, scale, seed)
         prediction, source, note = _prediction(p, sched, checks)
         d1, d2 = p.dimension_x, (p.dimension_y or 1)
-        runs = (1 if "utility" in checks else 0) + (2 if "privacy-audit" in checks else 0)
+        runs = (1 if job.utility else 0) + (2 if job.audit else 0)
         work = trials * runs * sched.steps * _work_per_step(p, d1, d2, sched) + 10.0 * d1 * d2 * sched.steps
         record = (
             "record 1 = r = c·s tᵀ (s, t alternating ±1), in the first batch"
             if kind == "matrix-game"
             else "the record of the batch of step ⌈(T − 1)/2⌉ = r = c·s (s alternating ±1)"
         )
-        return Plan(
-            algorithm=report.algorithm,
+        return job.plan(
+            report,
             params=p.model_dump(),
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=None,
             exact_note="the transcript's exact ε is not closed-form (a composition of data-dependent exponential "
             "mechanisms); the audit's lower bound is compared with the accounted ε",
@@ -101,16 +85,12 @@ class MirrorDescentSimulator(Simulator):
                 "strong duality gap max_j(Aᵀx̂)_j − min_i(Aŷ)_i of the output"
                 if kind == "matrix-game"
                 else "excess risk ⟨a, x̂⟩ − min_i a_i of the output"
-            )
-            if "utility" in checks
-            else None,
+            ),
             predicted_bound=prediction,
             predicted_source=source,
             prediction_note=note,
             audit_method=f"transcript of every vertex sample of the run on D ({record}) or on D′ (that record = −r), "
-            "the other records fresh per trial and public; score = exact log-likelihood ratio of the transcript"
-            if "privacy-audit" in checks
-            else None,
+            "the other records fresh per trial and public; score = exact log-likelihood ratio of the transcript",
             work=work,
         )
 

@@ -399,7 +399,7 @@ def _notes(p: NisppParams, s: Setting) -> list[str]:
 # -- simulation ----------------------------------------------------------------------------------------------------
 
 
-class NisppSimulator(BilinearSimulator):
+class NisppSimulator(BilinearSimulator[NisppParams]):
     """NISPP run for real on the bilinear instance, every subproblem solved by projected gradient until its
     closed-form certificate is at most ν; audit (single pass) of the canary's prox point.
 

@@ -539,7 +539,7 @@ def _notes(p: NsegParams) -> list[str]:
 # -- simulation ----------------------------------------------------------------------------------------------------
 
 
-class NsegSimulator(BilinearSimulator):
+class NsegSimulator(BilinearSimulator[NsegParams]):
     """NSEG run for real on the bilinear instance; audit of one operator evaluation with a constant-operator canary.
 
     Utility: the strong gap (= SP gap) of the output at the population mean, against Theorem 2 (single pass) or

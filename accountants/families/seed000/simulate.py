@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -13,9 +13,13 @@ from ...errors import ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import BlockResult, Plan, PrivacyOf, Simulator, canary_llr_scores
+from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores
+from .fields import BilinearProblemSettings
 
 # -- simulation on bilinear saddle points ------------------------------------------------------------------------------
+
+S = TypeVar("S", bound=ParamsModel)
+"""The parameter model of NSEG or NISPP."""
 
 MAX_SIMULATED_DIMENSION = 64
 MAX_SIMULATED_RECORDS = 10**6
@@ -54,7 +58,7 @@ class BatchSource:
         return np.take_along_axis(self.records, chosen[:, :, None], axis=1).mean(axis=1)
 
 
-class BilinearSimulator(Simulator):
+class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
     """A seed-000 method run on the bilinear saddle point of :mod:`accountants.synthetic.bilinear`, built with the
     family's own constants (M, L, D, d), plus a canary audit of the releases.
 
@@ -91,18 +95,9 @@ class BilinearSimulator(Simulator):
         """Why the audit is not offered for these parameters (None: it is)."""
         return None
 
-    def plan(
-        self,
-        params: ParamsModel,
-        delta: float,
-        checks: tuple[str, ...],
-        trials: int,
-        seed: int,
-        problem: ParamsModel,
-        privacy: PrivacyOf,
-    ) -> Plan:
-        p: Any = params
-        if "privacy-audit" in checks and (reason := self.audit_support(p)) is not None:
+    def plan(self, job: Job[S, BilinearProblemSettings]) -> Plan:
+        p, delta, checks, trials = job.params, job.delta, job.checks, job.trials
+        if job.audit and (reason := self.audit_support(p)) is not None:
             raise ParameterError.single("checks", reason, "utility")
         if p.dimension > MAX_SIMULATED_DIMENSION or p.dimension < 2:
             raise ParameterError.single(
@@ -111,7 +106,7 @@ class BilinearSimulator(Simulator):
                 f"an integer in [2, {MAX_SIMULATED_DIMENSION}]",
                 p.dimension,
             )
-        if p.passes == "multi" and "utility" in checks and p.dataset_size * p.dimension > MAX_SIMULATED_RECORDS:
+        if p.passes == "multi" and job.utility and p.dataset_size * p.dimension > MAX_SIMULATED_RECORDS:
             raise ParameterError.single(
                 "params.dataset_size",
                 f"multi-pass simulation keeps each trial's dataset in memory: dataset_size·dimension must be at most "
@@ -128,7 +123,7 @@ class BilinearSimulator(Simulator):
                 f"> {bound:.6g}",
                 p.lipschitz,
             )
-        report = privacy()
+        report = job.privacy()
         z, sigma = report.noise.noise_multiplier, report.noise.noise_std
         steps = report.conventions.steps
         resolved: dict[str, Any] = {"kind": "bilinear", "steps": steps, "noise_std": sigma}
@@ -142,19 +137,13 @@ class BilinearSimulator(Simulator):
             "canary_noise": units,
         }
         predicted = source = None
-        if "utility" in checks:
+        if job.utility:
             predicted, source = self.prediction(p, sigma, resolved)
         exact = gdp_epsilon(2.0 / units, delta) if single else None
-        return Plan(
-            algorithm=self.algorithm,
+        return job.plan(
+            report,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
             problem=resolved,
-            checks=checks,
-            trials=trials,
-            seed=seed,
-            delta=delta,
-            epsilon_accounted=report.epsilon,
-            accountant=report.accountant,
             epsilon_exact=exact,
             exact_note="analytic Gaussian of the canary's one release (Balle & Wang 2018)"
             if single
@@ -166,9 +155,7 @@ class BilinearSimulator(Simulator):
             if predicted is not None and not single
             else None,
             audit_method="constant-operator canary F ≡ ±M·v, the other records of the audited dataset zero; score: "
-            "log-likelihood ratio of the transcript along v (most powerful test)"
-            if "privacy-audit" in checks
-            else None,
+            "log-likelihood ratio of the transcript along v (most powerful test)",
             work=self.work(p, steps, trials, checks),
         )
 
