@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -69,6 +72,25 @@ class BoundInfo:
 
 
 @dataclass(frozen=True)
+class Examples:
+    """A family's documentation examples, kept as JSON beside its module (``examples.json``, keyed by algorithm id):
+    the HTTP layer shows them as request examples and a test answers each one."""
+
+    params: Mapping[str, Any]
+    """Valid hyperparameters, the privacy knob included."""
+    utility_extra: Mapping[str, Any] = field(default_factory=dict)
+    """What a utility request adds to :attr:`params` (e.g. the δ its theorems depend on)."""
+    job: Mapping[str, Any] | None = None
+    """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
+
+    @classmethod
+    def load(cls, module_file: str, algorithm: str) -> Examples:
+        """The examples of ``algorithm`` in the ``examples.json`` beside ``module_file``."""
+        data = json.loads(Path(module_file).with_name("examples.json").read_text(encoding="utf-8"))[algorithm]
+        return cls(MappingProxyType(data["params"]), MappingProxyType(data.get("utility_extra", {})), data.get("job"))
+
+
+@dataclass(frozen=True)
 class PrivacyQuery(Generic[P]):
     """A validated privacy request: ε at ``delta`` for ``params`` (the privacy knob included)."""
 
@@ -117,12 +139,7 @@ class AlgorithmFamily(ABC, Generic[P]):
     assumptions: ClassVar[tuple[str, ...]] = ()
     bounds: ClassVar[tuple[BoundInfo, ...]] = ()
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
-    example: ClassVar[Mapping[str, Any]]
-    """Valid hyperparameters, the privacy knob included (documentation examples; a test answers each)."""
-    utility_example_extra: ClassVar[Mapping[str, Any]] = {}
-    """What a utility request adds to :attr:`example` (e.g. the δ its theorems depend on)."""
-    job_example: ClassVar[Mapping[str, Any] | None] = None
-    """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
+    examples: ClassVar[Examples]
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
     parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
@@ -132,6 +149,19 @@ class AlgorithmFamily(ABC, Generic[P]):
         """Runs the algorithm on synthetic problems for verification jobs: the one registered for this id
         (:func:`accountants.verification.register_simulator`), or None."""
         return simulator_for(self.id)
+
+    @property
+    def example(self) -> Mapping[str, Any]:
+        """Valid hyperparameters, the privacy knob included (:attr:`Examples.params`)."""
+        return self.examples.params
+
+    @property
+    def utility_example_extra(self) -> Mapping[str, Any]:
+        return self.examples.utility_extra
+
+    @property
+    def job_example(self) -> Mapping[str, Any] | None:
+        return self.examples.job
 
     def parse(self, params: Mapping[str, Any] | ParamsModel) -> P:
         """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""

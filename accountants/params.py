@@ -2,8 +2,9 @@
 
 Each family declares its hyperparameters as a :class:`ParamsModel` (pydantic, no web imports): strict JSON types
 (no ``"3"`` for 3, no ``true`` for 1; an integral float such as ``3.0`` is accepted where an integer is expected),
-finite numbers only, unknown fields rejected. Every field carries a description, the paper's symbol, a unit and an
-example, which the HTTP layer publishes as JSON Schema.
+finite numbers only, unknown fields rejected. A field is declared with :func:`param` (the paper's symbol, a unit, an
+example, its range), e.g. ``dataset_size: int = param(symbol="n", unit="records", example=60000, ge=1, le=MAX_COUNT)``,
+and documented by the docstring under it, which the HTTP layer publishes as its JSON Schema description.
 
 :func:`parse_params` turns pydantic's errors into :class:`~accountants.errors.ParameterError` with the allowed range of
 each offending field, so the library and the service report bad input the same way.
@@ -11,52 +12,59 @@ each offending field, so the library and the service report bad input the same w
 
 from __future__ import annotations
 
+import ast
 import difflib
+import inspect
+import textwrap
+import types
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import FieldIssue, ParameterError
 
-
-def _integral(value: object) -> object:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-Count = Annotated[int, BeforeValidator(_integral)]
-"""An integer field that also accepts integral floats (``3.0``) but not strings or booleans."""
-
-
-def bounded_count(minimum: int = 1, maximum: int | None = None) -> Any:
-    """:data:`Count` with its range inside the type, so that ``bounded_count(...) | None`` keeps a valid JSON Schema.
-
-    The bounds must precede the ``BeforeValidator``: after it, pydantic emits non-standard ``ge``/``le`` keys."""
-    return Annotated[int, Field(ge=minimum, le=maximum), BeforeValidator(_integral)]
-
+MAX_COUNT = 10**12
+"""The largest count (records, steps, samples) a family accepts unless it says otherwise."""
 
 SPELLING_ALIASES: Mapping[str, str] = {"neighboring": "neighbouring", "regularisation": "regularization"}
 """Other spellings of field names, accepted as the documented name (US ``neighboring``, UK ``regularisation``)."""
 
 
 class ParamsModel(BaseModel):
-    """Base of every family's parameter model (field names also accepted in the spellings of
-    :data:`SPELLING_ALIASES`)."""
+    """Base of every family's parameter model: fields documented by the docstring under them, integral floats
+    (``3.0``) accepted for integer fields, and field names also accepted in the spellings of
+    :data:`SPELLING_ALIASES`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _integer_fields: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        docs = attribute_docstrings(cls)
+        described = [name for name, info in cls.model_fields.items() if info.description is None and name in docs]
+        for name in described:
+            cls.model_fields[name].description = docs[name]
+        if described:
+            cls.model_rebuild(force=True)
+        undocumented = [name for name, info in cls.model_fields.items() if not info.description]
+        if undocumented:
+            raise TypeError(f"{cls.__qualname__}: document {', '.join(undocumented)} (a docstring under the field)")
+        cls._integer_fields = frozenset(name for name, info in cls.model_fields.items() if _integral(info.annotation))
 
     @model_validator(mode="before")
     @classmethod
-    def _other_spellings(cls, data: Any) -> Any:
+    def _normalise(cls, data: Any) -> Any:
+        """Documented names for other spellings; ``3.0`` as 3 for integer fields."""
         if not isinstance(data, Mapping):
             return data
-        renamed = {}
+        renamed: dict[str, Any] = {}
         for name, value in data.items():
             documented = SPELLING_ALIASES.get(name)
             use = documented if documented in cls.model_fields and documented not in data else name
-            renamed[use] = value
+            integral = use in cls._integer_fields and isinstance(value, float) and value.is_integer()
+            renamed[use] = int(value) if integral else value
         return renamed
 
     def check(self) -> list[FieldIssue]:
@@ -64,8 +72,43 @@ class ParamsModel(BaseModel):
         return []
 
 
-def param(description: str, *, symbol: str | None = None, unit: str | None = None, example: Any = None, **kw: Any):
-    """A documented field: description, paper symbol (``x-symbol``), unit (``x-unit``) and an example."""
+def _integral(annotation: Any) -> bool:
+    """An ``int`` field, or an optional one."""
+    if annotation is int:
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        return all(arg is int or arg is type(None) for arg in get_args(annotation)) and int in get_args(annotation)
+    return False
+
+
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """The docstrings under the annotated attributes of ``cls``, each on one line (empty without source)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    definition = ast.parse(source).body[0]
+    assert isinstance(definition, ast.ClassDef)
+    docs: dict[str, str] = {}
+    for field, after in zip(definition.body, definition.body[1:], strict=False):
+        if not (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)):
+            continue
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            docs[field.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def param(
+    description: str | None = None,
+    *,
+    symbol: str | None = None,
+    unit: str | None = None,
+    example: Any = None,
+    **kw: Any,
+) -> Any:
+    """A documented field: paper symbol (``x-symbol``), unit (``x-unit``), an example and pydantic's ``Field``
+    arguments (range, default). The description is the docstring under the field, or ``description`` for a field
+    built by a function that several models share."""
     extra: dict[str, Any] = {}
     if symbol:
         extra["x-symbol"] = symbol
@@ -77,6 +120,13 @@ def param(description: str, *, symbol: str | None = None, unit: str | None = Non
 
 NOISE_MULTIPLIER_RANGE = (1e-12, 1e6)
 """The range families accept for a noise multiplier (below 1e-12 there is no meaningful privacy to account)."""
+
+
+def noise_multiplier_param(*, symbol: str, unit: str, example: float) -> Any:
+    """The privacy knob of the noise-adding families: optional (calibration computes it), within
+    :data:`NOISE_MULTIPLIER_RANGE`."""
+    lo, hi = NOISE_MULTIPLIER_RANGE
+    return param(symbol=symbol, unit=unit, example=example, ge=lo, le=hi, default=None)
 
 
 def resolve_noise_multiplier(noise_multiplier: float | None, noise_std: float | None, unit: float) -> float:
@@ -104,7 +154,7 @@ def resolve_noise_multiplier(noise_multiplier: float | None, noise_std: float | 
 Model = TypeVar("Model", bound=ParamsModel)
 
 
-def parse_params(model: type[Model], data: Mapping[str, Any] | Model) -> Model:
+def parse_params(model: type[Model], data: Mapping[str, Any] | ParamsModel) -> Model:
     """Validate ``data`` against ``model``; raise :class:`ParameterError` naming each field and its allowed range."""
     if isinstance(data, model):
         parsed = data

@@ -13,7 +13,8 @@ from typing import Any
 
 from accountants import registry
 from accountants.events import GaussianEvent, SelfComposedEvent
-from accountants.params import NOISE_MULTIPLIER_RANGE, ParamsModel, bounded_count, param
+from accountants.family import Examples
+from accountants.params import NOISE_MULTIPLIER_RANGE, ParamsModel, param
 from accountants.planned import PlannedFamily
 from accountants.plans import MechanismPlan
 from accountants.reports import Conventions, Noise
@@ -22,13 +23,12 @@ LO, HI = NOISE_MULTIPLIER_RANGE
 
 
 class GaussianSumParams(ParamsModel):
-    releases: bounded_count(1, 10**9) = param("How many times the sum is released.", symbol="k", example=10)  # type: ignore[valid-type]  # a type built at import
-    clip_norm: float = param(
-        "L2 bound on one record's contribution.", symbol="C", unit="same as the sum", gt=0, example=1.0
-    )
-    noise_multiplier: float | None = param(
-        "Noise std over clip_norm.", symbol="z", example=2.0, default=None, ge=LO, le=HI
-    )
+    releases: int = param(symbol="k", example=10, ge=1, le=10**9)
+    """How many times the sum is released."""
+    clip_norm: float = param(symbol="C", unit="same as the sum", gt=0, example=1.0)
+    """L2 bound on one record's contribution."""
+    noise_multiplier: float | None = param(symbol="z", example=2.0, default=None, ge=LO, le=HI)
+    """Noise std over clip_norm."""
 
 
 class GaussianSum(PlannedFamily[GaussianSumParams]):
@@ -37,7 +37,7 @@ class GaussianSum(PlannedFamily[GaussianSumParams]):
     summary = "A clipped sum with Gaussian noise, composed k times (test family)."
     source = "Dwork & Roth 2014, Thm. A.1; Dong, Roth & Su 2022"
     params_model = GaussianSumParams
-    example: Mapping[str, Any] = {"releases": 10, "clip_norm": 1.0, "noise_multiplier": 2.0}
+    examples = Examples({"releases": 10, "clip_norm": 1.0, "noise_multiplier": 2.0})
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         p = self.parse(params)

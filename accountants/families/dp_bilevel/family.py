@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 from ...errors import CalibrationError, ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
 from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
@@ -40,44 +40,7 @@ from .utility import utility_report
 @register
 class DpBilevel(AlgorithmFamily[BilevelParams]):
     id = ALGORITHM_ID
-    example: ClassVar[Mapping[str, Any]] = {
-        "dataset_size": 100000,
-        "dimension_x": 10,
-        "dimension_y": 10,
-        "steps": 100,
-        "inner_steps": 1000,
-        "inner_rounds": 2,
-        "regularization": 20.0,
-        "stepsize": 0.25,
-        "strong_convexity": 1.0,
-        "lipschitz_f": 5.0,
-        "smoothness_f": 1.0,
-        "lipschitz_g": 6.0,
-        "smoothness_g": 2.0,
-        "hessian_lipschitz_g": 0.0,
-        "noise_multiplier": 60.0,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "dataset_size": 100000,
-            "dimension_x": 2,
-            "dimension_y": 2,
-            "steps": 10,
-            "inner_steps": 100,
-            "regularization": 20.0,
-            "stepsize": 0.25,
-            "strong_convexity": 1.0,
-            "lipschitz_f": 5.0,
-            "smoothness_f": 1.0,
-            "lipschitz_g": 6.0,
-            "smoothness_g": 2.0,
-            "hessian_lipschitz_g": 0.0,
-        },
-        "delta": 1e-05,
-        "target_epsilon": 2.0,
-        "trials": 128,
-        "seed": 11,
-    }
+    examples = Examples.load(__file__, ALGORITHM_ID)
     title = "Differentially private bilevel optimization (penalty method, full batch and mini-batch)"
     summary = (
         "First-order DP bilevel optimization (hyperparameter tuning, meta-learning): each outer step runs two private "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...errors import FieldIssue
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-bilevel"
 SOURCE = "seed 003 (Kornowski, Differentially Private Bilevel Optimization)"
@@ -24,155 +24,60 @@ Sampling = Literal["without-replacement", "with-replacement"]
 class BilevelParams(ParamsModel):
     """Hyperparameters of Algorithms 1–4 of seed 003 (full-batch or mini-batch DP bilevel optimization)."""
 
-    variant: Variant = param(
-        "full-batch (Algorithm 1, inner solver DP-Loc-GD, Algorithm 2) or mini-batch (Algorithm 3, DP-Loc-SGD, "
-        "Algorithm 4).",
-        example="full-batch",
-        default="full-batch",
-    )
-    dataset_size: Count = param(
-        "Number of records (training and validation together, footnote 1).",
-        symbol="n",
-        unit="records",
-        example=100000,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    dimension_x: Count = param(
-        "Dimension of the upper-level variable x (d_up).", symbol="d_x", unit="coordinates", example=10, ge=1, le=10**9
-    )
-    dimension_y: Count = param(
-        "Dimension of the lower-level variable y (d_low).", symbol="d_y", unit="coordinates", example=10, ge=1, le=10**9
-    )
-    steps: Count = param(
-        "Outer iterations (each: two private inner solves and one noisy penalty hypergradient).",
-        symbol="T",
-        unit="outer steps",
-        example=30,
-        ge=1,
-        le=MAX_STEPS,
-    )
-    inner_steps: Count = param(
-        "Noisy gradient steps per localisation round of each inner solve (the paper takes T_GD = n²).",
-        symbol="T_GD",
-        unit="steps per round",
-        example=1000,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    inner_rounds: bounded_count(1, MAX_ROUNDS) = param(
-        "Localisation rounds of each inner solve; an inner solve makes K = M·T_GD noisy gradient steps.",
-        symbol="M",
-        unit="rounds",
-        example=2,
-        default=1,
-    )
-    batch_size_outer: bounded_count(1, MAX_COUNT) | None = param(
-        "Outer batch size (mini-batch only): records per noisy penalty hypergradient. At most dataset_size.",
-        symbol="b_out",
-        unit="records",
-        example=5000,
-        default=None,
-    )
-    batch_size_inner: bounded_count(1, MAX_COUNT) | None = param(
-        "Inner batch size (mini-batch only): records per noisy inner gradient step. At most dataset_size.",
-        symbol="b_in",
-        unit="records",
-        example=1000,
-        default=None,
-    )
-    sampling: Sampling | None = param(
-        "How batches are drawn (mini-batch only): without-replacement (default: b distinct records uniformly at "
-        "random, independently at every step; certified) or with-replacement (b i.i.d. uniform draws, Algorithms 3/4 "
-        "as printed; only the paper's own accounting exists for it).",
-        example="without-replacement",
-        default=None,
-    )
-    regularization: float = param(
-        "Penalty parameter λ of the value-function reformulation L_λ = f + λ(g − g*) (Section 4.1).",
-        symbol="λ",
-        unit="dimensionless",
-        example=20.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
+    variant: Variant = param(example="full-batch", default="full-batch")
+    """full-batch (Algorithm 1, inner solver DP-Loc-GD, Algorithm 2) or mini-batch (Algorithm 3, DP-Loc-SGD, Algorithm
+    4)."""
+    dataset_size: int = param(symbol="n", unit="records", example=100000, ge=1, le=MAX_COUNT)
+    """Number of records (training and validation together, footnote 1)."""
+    dimension_x: int = param(symbol="d_x", unit="coordinates", example=10, ge=1, le=10**9)
+    """Dimension of the upper-level variable x (d_up)."""
+    dimension_y: int = param(symbol="d_y", unit="coordinates", example=10, ge=1, le=10**9)
+    """Dimension of the lower-level variable y (d_low)."""
+    steps: int = param(symbol="T", unit="outer steps", example=30, ge=1, le=MAX_STEPS)
+    """Outer iterations (each: two private inner solves and one noisy penalty hypergradient)."""
+    inner_steps: int = param(symbol="T_GD", unit="steps per round", example=1000, ge=1, le=MAX_COUNT)
+    """Noisy gradient steps per localisation round of each inner solve (the paper takes T_GD = n²)."""
+    inner_rounds: int = param(symbol="M", unit="rounds", example=2, default=1, ge=1, le=MAX_ROUNDS)
+    """Localisation rounds of each inner solve; an inner solve makes K = M·T_GD noisy gradient steps."""
+    batch_size_outer: int | None = param(symbol="b_out", unit="records", example=5000, default=None, ge=1, le=MAX_COUNT)
+    """Outer batch size (mini-batch only): records per noisy penalty hypergradient. At most dataset_size."""
+    batch_size_inner: int | None = param(symbol="b_in", unit="records", example=1000, default=None, ge=1, le=MAX_COUNT)
+    """Inner batch size (mini-batch only): records per noisy inner gradient step. At most dataset_size."""
+    sampling: Sampling | None = param(example="without-replacement", default=None)
+    """How batches are drawn (mini-batch only): without-replacement (default: b distinct records uniformly at random,
+    independently at every step; certified) or with-replacement (b i.i.d. uniform draws, Algorithms 3/4 as printed;
+    only the paper's own accounting exists for it)."""
+    regularization: float = param(symbol="λ", unit="dimensionless", example=20.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Penalty parameter λ of the value-function reformulation L_λ = f + λ(g − g*) (Section 4.1)."""
     stepsize: float = param(
-        "Outer stepsize η of the projected step x_{t+1} = Proj_𝒳(x_t − η g̃_t); Proposition 4.6 takes η = 1/(2L) with L "
-        "the smoothness of L*_λ.",
-        symbol="η",
-        unit="x units per hypergradient unit",
-        example=0.25,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
+        symbol="η", unit="x units per hypergradient unit", example=0.25, ge=MIN_CONSTANT, le=MAX_CONSTANT
     )
-    strong_convexity: float = param(
-        "Strong convexity of g(x, ·) for every x (Assumption 2.5.5).",
-        symbol="μ_g",
-        unit="1/y units²",
-        example=1.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
-    lipschitz_f: float = param(
-        "Per-sample Lipschitz constant of f(·, ·; ξ), jointly in (x, y) (Assumption 2.5.4).",
-        symbol="L₀^f",
-        example=5.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
-    smoothness_f: float = param(
-        "Smoothness of f (gradient Lipschitz constant, Assumption 2.5.3).",
-        symbol="L₁^f",
-        example=1.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
-    lipschitz_g: float = param(
-        "Per-sample Lipschitz constant of g(x, ·; ξ) over the domain of interest 𝒴 (Assumption 2.6).",
-        symbol="L₀^g",
-        example=6.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
-    smoothness_g: float = param(
-        "Per-sample smoothness of g(·, ·; ξ) (Assumption 2.5.6); at least strong_convexity.",
-        symbol="L₁^g",
-        example=2.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-    )
-    hessian_lipschitz_g: float = param(
-        "Hessian-Lipschitz constant of g (Assumption 2.5.5); enters only ℓ = max of the five constants.",
-        symbol="L₂^g",
-        example=0.0,
-        ge=0,
-        le=MAX_CONSTANT,
-    )
+    """Outer stepsize η of the projected step x_{t+1} = Proj_𝒳(x_t − η g̃_t); Proposition 4.6 takes η = 1/(2L) with L
+    the smoothness of L*_λ."""
+    strong_convexity: float = param(symbol="μ_g", unit="1/y units²", example=1.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Strong convexity of g(x, ·) for every x (Assumption 2.5.5)."""
+    lipschitz_f: float = param(symbol="L₀^f", example=5.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Per-sample Lipschitz constant of f(·, ·; ξ), jointly in (x, y) (Assumption 2.5.4)."""
+    smoothness_f: float = param(symbol="L₁^f", example=1.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Smoothness of f (gradient Lipschitz constant, Assumption 2.5.3)."""
+    lipschitz_g: float = param(symbol="L₀^g", example=6.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Per-sample Lipschitz constant of g(x, ·; ξ) over the domain of interest 𝒴 (Assumption 2.6)."""
+    smoothness_g: float = param(symbol="L₁^g", example=2.0, ge=MIN_CONSTANT, le=MAX_CONSTANT)
+    """Per-sample smoothness of g(·, ·; ξ) (Assumption 2.5.6); at least strong_convexity."""
+    hessian_lipschitz_g: float = param(symbol="L₂^g", example=0.0, ge=0, le=MAX_CONSTANT)
+    """Hessian-Lipschitz constant of g (Assumption 2.5.5); enters only ℓ = max of the five constants."""
     outer_clip_norm: float | None = param(
-        "Clipping norm of the per-sample penalty hypergradients φ_i (the outer sensitivity is 2G/n). Default: the "
-        "proof constant of Lemma 4.5, G = 5·L₁^g·L₀^f/μ_g, which bounds φ_i at the exact y*(x), y^λ(x) only (spec §6 "
-        "item 3): the algorithm must clip at G.",
-        symbol="G",
-        unit="hypergradient units",
-        example=50.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-        default=None,
+        symbol="G", unit="hypergradient units", example=50.0, ge=MIN_CONSTANT, le=MAX_CONSTANT, default=None
     )
-    noise_multiplier: float | None = param(
-        "Noise multiplier z of the outer release: σ = z·2G/n (z·2G/b_out) per coordinate on the penalty "
-        "hypergradient. Required for privacy accounting; computed by calibration.",
-        symbol="z = σ/(2G/n)",
-        unit="multiples of the outer sensitivity",
-        example=2.0,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
+    """Clipping norm of the per-sample penalty hypergradients φ_i (the outer sensitivity is 2G/n). Default: the proof
+    constant of Lemma 4.5, G = 5·L₁^g·L₀^f/μ_g, which bounds φ_i at the exact y*(x), y^λ(x) only (spec §6 item 3):
+    the algorithm must clip at G."""
+    noise_multiplier: float | None = noise_multiplier_param(
+        symbol="z = σ/(2G/n)", unit="multiples of the outer sensitivity", example=2.0
     )
+    """Noise multiplier z of the outer release: σ = z·2G/n (z·2G/b_out) per coordinate on the penalty hypergradient.
+    Required for privacy accounting; computed by calibration."""
     inner_noise_multiplier: float | None = param(
-        "Noise multiplier z_in of every inner gradient step: σ_GD = z_in·(2L/n) with L = L₀^g (ỹ problem) or "
-        "L₀^f + λL₀^g (ỹ^λ problem). Default z·√(M·T_GD): each inner solve gets the Rényi budget of one outer release "
-        "(the paper's equal split). Calibration keeps a given value fixed and calibrates noise_multiplier.",
         symbol="z_in",
         unit="multiples of the inner sensitivity",
         example=100.0,
@@ -180,32 +85,18 @@ class BilevelParams(ParamsModel):
         le=1e12,
         default=None,
     )
+    """Noise multiplier z_in of every inner gradient step: σ_GD = z_in·(2L/n) with L = L₀^g (ỹ problem) or L₀^f + λL₀^g
+    (ỹ^λ problem). Default z·√(M·T_GD): each inner solve gets the Rényi budget of one outer release (the paper's
+    equal split). Calibration keeps a given value fixed and calibrates noise_multiplier."""
     initial_suboptimality: float | None = param(
-        "Bound on F(x₀) − inf F (utility bounds only; Assumption 2.5.2).",
-        symbol="Δ_F",
-        unit="objective units",
-        example=1.0,
-        ge=MIN_CONSTANT,
-        le=MAX_CONSTANT,
-        default=None,
+        symbol="Δ_F", unit="objective units", example=1.0, ge=MIN_CONSTANT, le=MAX_CONSTANT, default=None
     )
-    failure_probability: float = param(
-        "Failure probability γ of the high-probability utility bounds (utility bounds only).",
-        symbol="γ",
-        example=0.05,
-        ge=1e-300,
-        lt=1,
-        default=0.05,
-    )
-    epsilon: float | None = param(
-        "ε of the run's (ε, δ) guarantee, used only by the Õ rate forms of Theorems 4.1, 5.1 and 6.1 in /v1/utility "
-        "(/v1/calibrate uses its target).",
-        symbol="ε",
-        example=1.0,
-        ge=1e-12,
-        le=1e4,
-        default=None,
-    )
+    """Bound on F(x₀) − inf F (utility bounds only; Assumption 2.5.2)."""
+    failure_probability: float = param(symbol="γ", example=0.05, ge=1e-300, lt=1, default=0.05)
+    """Failure probability γ of the high-probability utility bounds (utility bounds only)."""
+    epsilon: float | None = param(symbol="ε", example=1.0, ge=1e-12, le=1e4, default=None)
+    """ε of the run's (ε, δ) guarantee, used only by the Õ rate forms of Theorems 4.1, 5.1 and 6.1 in /v1/utility
+    (/v1/calibrate uses its target)."""
 
     def check(self) -> list[FieldIssue]:
         issues = []

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
-from ...params import ParamsModel, bounded_count, param
+from ...params import ParamsModel, param
 from .params import BilevelParams
 from .utility import error_budget, explicit_bound
 
@@ -24,52 +24,23 @@ MAX_SIMULATED_RECORDS = 10**9
 class BilevelProblem(ParamsModel):
     """The synthetic problem of a dp-bilevel verification job (spec §7.4)."""
 
-    kind: Literal["quadratic", "ridge-tuning"] = param(
-        "quadratic (default): the closed-form quadratic bilevel problem of spec §7.4, f_i = (a/2)‖y − w_i‖² + "
-        "(ρ/2)‖x − v_i‖², g_i = (μ_g/2)‖y − B_i x − z_i‖², 𝒳 a ball, built to satisfy the declared constants. "
-        "ridge-tuning: Section 7, the ridge penalty ω of a linear model tuned on validation loss (dimension_x = 1).",
-        example="quadratic",
-        default="quadratic",
-    )
-    prototypes: bounded_count(2, 32) = param(
-        "Distinct records: the n records are copies of this many random prototypes (so any dataset_size is cheap).",
-        unit="records",
-        example=8,
-        default=8,
-    )
-    omega_min: float = param(
-        "ridge-tuning: lower end of 𝒳 = [ω_min, ω_max] (g is ω_min-strongly convex in θ; spec §6 item 16).",
-        symbol="ω_min",
-        example=0.1,
-        ge=1e-3,
-        le=1e3,
-        default=0.1,
-    )
-    omega_max: float = param(
-        "ridge-tuning: upper end of 𝒳 = [ω_min, ω_max].", symbol="ω_max", example=5.0, ge=1e-3, le=1e3, default=5.0
-    )
-    initial_omega: float | None = param(
-        "ridge-tuning: the starting point ω₀ (default: 1 clipped to 𝒳, as spec §7.4 E5).",
-        symbol="ω₀",
-        example=1.0,
-        ge=1e-3,
-        le=1e3,
-        default=None,
-    )
-    feature_norm: float = param(
-        "ridge-tuning: bound r on ‖a_i‖ and |b_i| of every record.",
-        symbol="r",
-        example=1.0,
-        ge=1e-3,
-        le=10,
-        default=1.0,
-    )
-    printed_sign: bool = param(
-        "ridge-tuning: use the Section 7 update as printed, ω + ηλ(R(θ^λ) − R(θ)) (gradient ascent, erratum §6 item "
-        "15), instead of Algorithm 1's step.",
-        example=False,
-        default=False,
-    )
+    kind: Literal["quadratic", "ridge-tuning"] = param(example="quadratic", default="quadratic")
+    """quadratic (default): the closed-form quadratic bilevel problem of spec §7.4, f_i = (a/2)‖y − w_i‖² + (ρ/2)‖x −
+    v_i‖², g_i = (μ_g/2)‖y − B_i x − z_i‖², 𝒳 a ball, built to satisfy the declared constants. ridge-tuning: Section
+    7, the ridge penalty ω of a linear model tuned on validation loss (dimension_x = 1)."""
+    prototypes: int = param(unit="records", example=8, default=8, ge=2, le=32)
+    """Distinct records: the n records are copies of this many random prototypes (so any dataset_size is cheap)."""
+    omega_min: float = param(symbol="ω_min", example=0.1, ge=1e-3, le=1e3, default=0.1)
+    """ridge-tuning: lower end of 𝒳 = [ω_min, ω_max] (g is ω_min-strongly convex in θ; spec §6 item 16)."""
+    omega_max: float = param(symbol="ω_max", example=5.0, ge=1e-3, le=1e3, default=5.0)
+    """ridge-tuning: upper end of 𝒳 = [ω_min, ω_max]."""
+    initial_omega: float | None = param(symbol="ω₀", example=1.0, ge=1e-3, le=1e3, default=None)
+    """ridge-tuning: the starting point ω₀ (default: 1 clipped to 𝒳, as spec §7.4 E5)."""
+    feature_norm: float = param(symbol="r", example=1.0, ge=1e-3, le=10, default=1.0)
+    """ridge-tuning: bound r on ‖a_i‖ and |b_i| of every record."""
+    printed_sign: bool = param(example=False, default=False)
+    """ridge-tuning: use the Section 7 update as printed, ω + ηλ(R(θ^λ) − R(θ)) (gradient ascent, erratum §6 item 15),
+    instead of Algorithm 1's step."""
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from ...calibration import calibrate_rdp
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Operation, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Examples, Operation, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
 from ...plans import MechanismPlan
@@ -40,20 +40,7 @@ from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _requ
 @register
 class DpSgd(AlgorithmFamily[DpSgdParams]):
     id = ALGORITHM_ID
-    example: ClassVar[Mapping[str, Any]] = {
-        "dataset_size": 60000,
-        "batch_size": 256,
-        "epochs": 60,
-        "noise_multiplier": 1.1,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {"dataset_size": 1000, "batch_size": 1000, "steps": 10},
-        "delta": 1e-05,
-        "target_epsilon": 3.0,
-        "checks": ["privacy-audit"],
-        "trials": 20000,
-        "seed": 1,
-    }
+    examples = Examples.load(__file__, ALGORITHM_ID)
     title = "Poisson-subsampled DP-SGD"
     summary = (
         "Noisy clipped SGD on random batches (Abadi et al. 2016) with every iterate released: the baseline that "

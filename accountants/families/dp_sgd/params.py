@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Literal
 
 from ...errors import FieldIssue
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...params import ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-sgd"
 
@@ -17,81 +17,36 @@ MAX_COUNT = 10**12
 class DpSgdParams(ParamsModel):
     """Hyperparameters of Poisson-subsampled (or fixed-size-batch) DP-SGD."""
 
-    dataset_size: Count = param(
-        "Number of records in the training set.", symbol="n", unit="records", example=60000, ge=1, le=MAX_COUNT
+    dataset_size: int = param(symbol="n", unit="records", example=60000, ge=1, le=MAX_COUNT)
+    """Number of records in the training set."""
+    batch_size: int = param(symbol="b (q = b/n)", unit="records", example=256, ge=1, le=MAX_COUNT)
+    """Batch size: the expected batch size under Poisson sampling (sampling rate q = batch_size/dataset_size), the exact
+    batch size under fixed-size sampling. At most dataset_size."""
+    steps: int | None = param(symbol="T", unit="steps", example=14063, default=None, ge=1, le=MAX_COUNT)
+    """Number of noisy gradient steps (compositions). Give steps or epochs, not both."""
+    epochs: float | None = param(symbol="E", unit="epochs", example=60, gt=0, le=1e6, default=None)
+    """Passes over the data, converted to steps = epoch_rounding(epochs·dataset_size/batch_size). Give steps or epochs,
+    not both."""
+    epoch_rounding: Literal["ceil", "floor"] = param(example="ceil", default="ceil")
+    """How epochs become steps: ceil (TF-Privacy; counts a final partial epoch) or floor (opacus)."""
+    noise_multiplier: float | None = noise_multiplier_param(
+        symbol="z (σ in Abadi et al.)", unit="multiples of the sensitivity", example=1.1
     )
-    batch_size: Count = param(
-        "Batch size: the expected batch size under Poisson sampling (sampling rate q = batch_size/dataset_size), "
-        "the exact batch size under fixed-size sampling. At most dataset_size.",
-        symbol="b (q = b/n)",
-        unit="records",
-        example=256,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    steps: bounded_count(1, MAX_COUNT) | None = param(
-        "Number of noisy gradient steps (compositions). Give steps or epochs, not both.",
-        symbol="T",
-        unit="steps",
-        example=14063,
-        default=None,
-    )
-    epochs: float | None = param(
-        "Passes over the data, converted to steps = epoch_rounding(epochs·dataset_size/batch_size). "
-        "Give steps or epochs, not both.",
-        symbol="E",
-        unit="epochs",
-        example=60,
-        gt=0,
-        le=1e6,
-        default=None,
-    )
-    epoch_rounding: Literal["ceil", "floor"] = param(
-        "How epochs become steps: ceil (TF-Privacy; counts a final partial epoch) or floor (opacus).",
-        example="ceil",
-        default="ceil",
-    )
-    noise_multiplier: float | None = param(
-        "Noise std divided by the L2 sensitivity of the clipped sum (clip_norm under add-remove, 2·clip_norm under "
-        "replace-one). Required for privacy accounting (or give noise_std); computed by calibration.",
-        symbol="z (σ in Abadi et al.)",
-        unit="multiples of the sensitivity",
-        example=1.1,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
-    )
+    """Noise std divided by the L2 sensitivity of the clipped sum (clip_norm under add-remove, 2·clip_norm under
+    replace-one). Required for privacy accounting (or give noise_std); computed by calibration."""
     noise_std: float | None = param(
-        "Absolute std of the Gaussian noise added to the summed clipped gradients; an alternative to "
-        "noise_multiplier (noise_multiplier = noise_std / sensitivity).",
-        symbol="zΔ",
-        unit="gradient L2-norm units",
-        example=1.1,
-        gt=0,
-        le=1e18,
-        default=None,
+        symbol="zΔ", unit="gradient L2-norm units", example=1.1, gt=0, le=1e18, default=None
     )
-    clip_norm: float = param(
-        "Per-example L2 clipping norm; only converts between noise_multiplier and noise_std.",
-        symbol="C",
-        unit="gradient L2-norm units",
-        example=1.0,
-        gt=0,
-        le=1e12,
-        default=1.0,
-    )
-    sampling: Literal["poisson", "fixed-size"] = param(
-        "How batches are drawn: poisson (each record independently with q = b/n) or fixed-size (uniformly random "
-        "subsets of exactly b records, accounted under replace-one only).",
-        example="poisson",
-        default="poisson",
-    )
-    neighbouring: Literal["add-remove", "replace-one"] = param(
-        "Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the "
-        "sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`.",
-        example="add-remove",
-        default="add-remove",
-    )
+    """Absolute std of the Gaussian noise added to the summed clipped gradients; an alternative to noise_multiplier
+    (noise_multiplier = noise_std / sensitivity)."""
+    clip_norm: float = param(symbol="C", unit="gradient L2-norm units", example=1.0, gt=0, le=1e12, default=1.0)
+    """Per-example L2 clipping norm; only converts between noise_multiplier and noise_std."""
+    sampling: Literal["poisson", "fixed-size"] = param(example="poisson", default="poisson")
+    """How batches are drawn: poisson (each record independently with q = b/n) or fixed-size (uniformly random subsets
+    of exactly b records, accounted under replace-one only)."""
+    neighbouring: Literal["add-remove", "replace-one"] = param(example="add-remove", default="add-remove")
+    """Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the
+    sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`."""
 
     def check(self) -> list[FieldIssue]:
         issues = []

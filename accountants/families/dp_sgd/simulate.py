@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...mechanisms.gaussian import gaussian_epsilon
-from ...params import ParamsModel, bounded_count, param
+from ...params import ParamsModel, param
 from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores, register_simulator
 from .params import ALGORITHM_ID, DpSgdParams
 
@@ -19,24 +19,13 @@ from .params import ALGORITHM_ID, DpSgdParams
 class DpSgdProblem(ParamsModel):
     """The synthetic problem of a dp-sgd verification job."""
 
-    dimension: bounded_count(1, 50) = param(
-        "Features of the synthetic logistic regression.", symbol="d", unit="features", example=5, default=5
-    )
-    records: bounded_count(2, 5000) | None = param(
-        "Records of the synthetic data set for the utility check (default: dataset_size, at most 2000); the sampling "
-        "rate q = batch_size/dataset_size is kept.",
-        unit="records",
-        example=1000,
-        default=None,
-    )
-    learning_rate: float = param(
-        "SGD learning rate: θ ← θ − learning_rate·(Σ clipped gradients + noise)/expected batch size.",
-        symbol="η",
-        example=1.0,
-        gt=0,
-        le=100,
-        default=1.0,
-    )
+    dimension: int = param(symbol="d", unit="features", example=5, default=5, ge=1, le=50)
+    """Features of the synthetic logistic regression."""
+    records: int | None = param(unit="records", example=1000, default=None, ge=2, le=5000)
+    """Records of the synthetic data set for the utility check (default: dataset_size, at most 2000); the sampling rate
+    q = batch_size/dataset_size is kept."""
+    learning_rate: float = param(symbol="η", example=1.0, gt=0, le=100, default=1.0)
+    """SGD learning rate: θ ← θ − learning_rate·(Σ clipped gradients + noise)/expected batch size."""
 
 
 class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon
 from ...errors import ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
 from ...registry import register
 from ...reports import (
     AccountantResult,
@@ -42,34 +42,7 @@ _UTILITY_REASON = (
 @register
 class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
     id = ALGORITHM_ID
-    example: ClassVar[Mapping[str, Any]] = {
-        "dataset_size": 10000,
-        "batch_size": 10,
-        "steps": 100000,
-        "stepsize": 1e-05,
-        "clip_norm": 10.0,
-        "smoothness": 1.0,
-        "weak_convexity": 100.0,
-        "clipping": "inactive",
-        "noise_multiplier": 1.0,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "dataset_size": 20,
-            "batch_size": 2,
-            "steps": 50,
-            "stepsize": 0.1,
-            "clip_norm": 1.0,
-            "smoothness": 1.0,
-            "weak_convexity": 0.0,
-            "clipping": "inactive",
-            "noise_multiplier": 2.0,
-        },
-        "delta": 1e-05,
-        "checks": ["utility", "privacy-audit"],
-        "trials": 2000,
-        "seed": 7,
-    }
+    examples = Examples.load(__file__, ALGORITHM_ID)
     title = "Cyclic, clipped, last-iterate DP-SGD (nonconvex composite losses)"
     summary = (
         "DP-SGD traversing the data in a fixed order in disjoint batches, clipping per-example gradients, taking a "

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Literal
 
 from ...errors import FieldIssue
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...params import ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-sgd-last-iterate"
 
@@ -18,111 +18,41 @@ SOURCE = "seed 004 (Kong & Ribero, last iterate of cyclically-traversed DP-SGD)"
 class LastIterateParams(ParamsModel):
     """Hyperparameters of Algorithm 1 of seed 004 (cyclic batches, clipping, prox step, last iterate)."""
 
-    dataset_size: Count = param(
-        "Number of per-example losses.", symbol="k", unit="records", example=10000, ge=1, le=MAX_COUNT
-    )
-    batch_size: Count = param(
-        "Batch size; must divide dataset_size (disjoint batches, ℓ = k/b steps per pass).",
-        symbol="b",
-        unit="records",
-        example=10,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    steps: bounded_count(1, MAX_COUNT) | None = param(
-        "Total iterations. Give steps or epochs, not both.", symbol="T", unit="steps", example=100000, default=None
-    )
-    epochs: float | None = param(
-        "Passes over the data, converted to steps = epoch_rounding(epochs·k/b). Give steps or epochs, not both.",
-        symbol="E",
-        unit="passes",
-        example=100,
-        gt=0,
-        le=1e6,
-        default=None,
-    )
-    epoch_rounding: Literal["ceil", "floor"] = param(
-        "How epochs become steps: ceil (counts a final partial pass) or floor.", example="ceil", default="ceil"
-    )
-    stepsize: float = param(
-        "Step size of the SGD step (the paper's λ; not a regularisation weight).",
-        symbol="λ",
-        unit="parameter units per gradient unit",
-        example=1e-5,
-        gt=0,
-        le=1e6,
-    )
-    clip_norm: float = param(
-        "Per-example L2 clipping norm (under clipping='inactive': a bound on every per-example gradient norm along "
-        "both trajectories, condition (18)).",
-        symbol="C",
-        unit="gradient L2-norm units",
-        example=10.0,
-        gt=0,
-        le=1e12,
-    )
-    smoothness: float = param(
-        "Upper curvature constant of every f_i, assumption (A2).",
-        symbol="M",
-        unit="1/parameter units²",
-        example=1.0,
-        ge=0,
-        le=1e12,
-    )
-    weak_convexity: float = param(
-        "Weak-convexity constant of every f_i, assumption (A2); 0 for convex losses.",
-        symbol="m",
-        unit="1/parameter units²",
-        example=0.0,
-        ge=0,
-        le=1e12,
-    )
-    diameter: float | None = param(
-        "Diameter of dom h (bounded domain); enables Theorem 2.2. Omit for an unbounded domain.",
-        symbol="d_h",
-        unit="parameter units",
-        example=1e-4,
-        gt=0,
-        le=1e12,
-        default=None,
-    )
-    clipping: Literal["active", "inactive"] = param(
-        "active (default): clipping may act. inactive: you assert every per-example gradient norm stays ≤ "
-        "clip_norm along both trajectories (condition (18)); enables eq. (19) and Corollary C.3.",
-        example="active",
-        default="active",
-    )
-    noise_multiplier: float | None = param(
-        "Noise multiplier z: per-coordinate noise std σ = stepsize·z·clip_norm/batch_size added to the parameters "
-        "(noise z·C on the summed clipped gradients). Required for privacy accounting (or give noise_std).",
-        symbol="z = bσ/(λC)",
-        unit="multiples of λC/b",
-        example=1.0,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
-    )
-    noise_std: float | None = param(
-        "Per-coordinate std of the Gaussian noise added to the parameters (the paper's σ); an alternative to "
-        "noise_multiplier.",
-        symbol="σ",
-        unit="parameter units",
-        example=1e-5,
-        gt=0,
-        le=1e12,
-        default=None,
-    )
-    constant: Literal["printed", "proof"] = param(
-        "Constant of eqs. (17)/(19): printed (4α, as stated; default) or proof (2α with ⌈T/ℓ⌉ − 1 passes, what the "
-        "paper's proof derives).",
-        example="printed",
-        default="printed",
-    )
-    l_lambda_form: Literal["eq13", "kappa4"] = param(
-        "Expression of L_λ: eq13 (eq. 13, default) or kappa4 (the remarks after Prop. 2.1 and App. C; larger).",
-        example="eq13",
-        default="eq13",
-    )
+    dataset_size: int = param(symbol="k", unit="records", example=10000, ge=1, le=MAX_COUNT)
+    """Number of per-example losses."""
+    batch_size: int = param(symbol="b", unit="records", example=10, ge=1, le=MAX_COUNT)
+    """Batch size; must divide dataset_size (disjoint batches, ℓ = k/b steps per pass)."""
+    steps: int | None = param(symbol="T", unit="steps", example=100000, default=None, ge=1, le=MAX_COUNT)
+    """Total iterations. Give steps or epochs, not both."""
+    epochs: float | None = param(symbol="E", unit="passes", example=100, gt=0, le=1e6, default=None)
+    """Passes over the data, converted to steps = epoch_rounding(epochs·k/b). Give steps or epochs, not both."""
+    epoch_rounding: Literal["ceil", "floor"] = param(example="ceil", default="ceil")
+    """How epochs become steps: ceil (counts a final partial pass) or floor."""
+    stepsize: float = param(symbol="λ", unit="parameter units per gradient unit", example=1e-5, gt=0, le=1e6)
+    """Step size of the SGD step (the paper's λ; not a regularisation weight)."""
+    clip_norm: float = param(symbol="C", unit="gradient L2-norm units", example=10.0, gt=0, le=1e12)
+    """Per-example L2 clipping norm (under clipping='inactive': a bound on every per-example gradient norm along both
+    trajectories, condition (18))."""
+    smoothness: float = param(symbol="M", unit="1/parameter units²", example=1.0, ge=0, le=1e12)
+    """Upper curvature constant of every f_i, assumption (A2)."""
+    weak_convexity: float = param(symbol="m", unit="1/parameter units²", example=0.0, ge=0, le=1e12)
+    """Weak-convexity constant of every f_i, assumption (A2); 0 for convex losses."""
+    diameter: float | None = param(symbol="d_h", unit="parameter units", example=1e-4, gt=0, le=1e12, default=None)
+    """Diameter of dom h (bounded domain); enables Theorem 2.2. Omit for an unbounded domain."""
+    clipping: Literal["active", "inactive"] = param(example="active", default="active")
+    """active (default): clipping may act. inactive: you assert every per-example gradient norm stays ≤ clip_norm along
+    both trajectories (condition (18)); enables eq. (19) and Corollary C.3."""
+    noise_multiplier: float | None = noise_multiplier_param(symbol="z = bσ/(λC)", unit="multiples of λC/b", example=1.0)
+    """Noise multiplier z: per-coordinate noise std σ = stepsize·z·clip_norm/batch_size added to the parameters (noise
+    z·C on the summed clipped gradients). Required for privacy accounting (or give noise_std)."""
+    noise_std: float | None = param(symbol="σ", unit="parameter units", example=1e-5, gt=0, le=1e12, default=None)
+    """Per-coordinate std of the Gaussian noise added to the parameters (the paper's σ); an alternative to
+    noise_multiplier."""
+    constant: Literal["printed", "proof"] = param(example="printed", default="printed")
+    """Constant of eqs. (17)/(19): printed (4α, as stated; default) or proof (2α with ⌈T/ℓ⌉ − 1 passes, what the paper's
+    proof derives)."""
+    l_lambda_form: Literal["eq13", "kappa4"] = param(example="eq13", default="eq13")
+    """Expression of L_λ: eq13 (eq. 13, default) or kappa4 (the remarks after Prop. 2.1 and App. C; larger)."""
 
     def check(self) -> list[FieldIssue]:
         issues = []

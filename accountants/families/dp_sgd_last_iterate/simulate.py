@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import ParameterError
-from ...params import ParamsModel, bounded_count, param
+from ...params import ParamsModel, param
 from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, LastIterateParams
 
@@ -19,27 +19,14 @@ from .params import ALGORITHM_ID, LastIterateParams
 class LastIterateProblem(ParamsModel):
     """The synthetic problem of a dp-sgd-last-iterate verification job."""
 
-    kind: Literal["linear-gaussian", "logistic"] = param(
-        "linear-gaussian (default): the 1-D quadratic instance of spec §8.4, f_i(x) = (a/2)x² + c_i x, no clipping, "
-        "whose exact ε and expected excess loss are closed-form. logistic: clipped logistic regression.",
-        example="linear-gaussian",
-        default="linear-gaussian",
-    )
-    curvature: float | None = param(
-        "a of the linear-Gaussian instance; must respect the declared constants (max(0, a) ≤ smoothness, "
-        "max(0, −a) ≤ weak_convexity). Default: smoothness, or −weak_convexity when smoothness is 0.",
-        symbol="a",
-        example=1.0,
-        ge=-1e6,
-        le=1e6,
-        default=None,
-    )
-    dimension: bounded_count(2, 50) = param(
-        "Features of the logistic problem (one more coordinate carries the canary).",
-        symbol="d",
-        example=5,
-        default=5,
-    )
+    kind: Literal["linear-gaussian", "logistic"] = param(example="linear-gaussian", default="linear-gaussian")
+    """linear-gaussian (default): the 1-D quadratic instance of spec §8.4, f_i(x) = (a/2)x² + c_i x, no clipping, whose
+    exact ε and expected excess loss are closed-form. logistic: clipped logistic regression."""
+    curvature: float | None = param(symbol="a", example=1.0, ge=-1e6, le=1e6, default=None)
+    """a of the linear-Gaussian instance; must respect the declared constants (max(0, a) ≤ smoothness, max(0, −a) ≤
+    weak_convexity). Default: smoothness, or −weak_convexity when smoothness is 0."""
+    dimension: int = param(symbol="d", example=5, default=5, ge=2, le=50)
+    """Features of the logistic problem (one more coordinate carries the canary)."""
 
 
 class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):

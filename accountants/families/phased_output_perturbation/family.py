@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from ...conversions import epsilon_for_linear_rdp
 from ...errors import CalibrationError, FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
@@ -46,29 +46,7 @@ from .utility import utility_bounds
 @register
 class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
     id = ALGORITHM_ID
-    example: ClassVar[Mapping[str, Any]] = {
-        "problem_class": "convex",
-        "dataset_size": 4096,
-        "dimension": 10,
-        "lipschitz": 1.0,
-        "diameter": 1.0,
-        "noise_multiplier": 4.9,
-    }
-    utility_example_extra: ClassVar[Mapping[str, Any]] = {"target_delta": 1e-5}
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "problem_class": "strongly-convex",
-            "dataset_size": 500,
-            "dimension": 6,
-            "lipschitz": 1.0,
-            "strong_convexity": 0.5,
-            "smoothness": 0.5,
-        },
-        "delta": 1e-06,
-        "target_epsilon": 1.0,
-        "trials": 2000,
-        "seed": 3,
-    }
+    examples = Examples.load(__file__, ALGORITHM_ID)
     title = "(Phased) output perturbation with any base solver: DP-SCO and DP minimax"
     summary = (
         "Solve the (regularised) empirical problem with any base solver to the accuracy the plan lists, then add "

@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ...errors import FieldIssue
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...params import ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "phased-output-perturbation"
 
@@ -46,63 +46,31 @@ def _constant(description: str, symbol: str, unit: str, example: float) -> Any:
 class PhasedOutputPerturbationParams(ParamsModel):
     """Hyperparameters of seed 002's output-perturbation algorithms (Algorithms 1–5 and the C-SC variant)."""
 
-    problem_class: ProblemClass = param(
-        "The setting, which selects the algorithm: strongly-convex (Algorithm 1), convex (Algorithm 2, phased), "
-        "sc-sc (Algorithm 3, strongly-convex–strongly-concave minimax), c-c (Algorithms 4 + 5, phased, "
-        "convex–concave minimax), c-sc (§4.3: convex–strongly-concave minimax, phased Algorithm 4 variant).",
-        example="convex",
-    )
-    dataset_size: Count = param(
-        "Number of records (the base solver sees one block of ⌊n/K⌋ records per phase).",
-        symbol="n",
-        unit="records",
-        example=4096,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    dimension: bounded_count(1, MAX_DIMENSION) | None = param(
-        "Dimension d of x (strongly-convex, convex). For minimax classes: d_x = d_y = dimension (c-sc: d_x), "
-        "unless dimension_x/dimension_y are given instead.",
-        symbol="d",
-        unit="coordinates",
-        example=10,
-        default=None,
-    )
-    dimension_x: bounded_count(1, MAX_DIMENSION) | None = param(
-        "Dimension of the minimisation variable x (minimax classes; with dimension_y, instead of dimension).",
-        symbol="d_x",
-        unit="coordinates",
-        example=5,
-        default=None,
-    )
-    dimension_y: bounded_count(1, MAX_DIMENSION) | None = param(
-        "Dimension of the maximisation variable y (sc-sc, c-c; optional for c-sc, where only the simulator uses "
-        "it: default d_x).",
-        symbol="d_y",
-        unit="coordinates",
-        example=5,
-        default=None,
-    )
+    problem_class: ProblemClass = param(example="convex")
+    """The setting, which selects the algorithm: strongly-convex (Algorithm 1), convex (Algorithm 2, phased), sc-sc
+    (Algorithm 3, strongly-convex–strongly-concave minimax), c-c (Algorithms 4 + 5, phased, convex–concave minimax),
+    c-sc (§4.3: convex–strongly-concave minimax, phased Algorithm 4 variant)."""
+    dataset_size: int = param(symbol="n", unit="records", example=4096, ge=1, le=MAX_COUNT)
+    """Number of records (the base solver sees one block of ⌊n/K⌋ records per phase)."""
+    dimension: int | None = param(symbol="d", unit="coordinates", example=10, default=None, ge=1, le=MAX_DIMENSION)
+    """Dimension d of x (strongly-convex, convex). For minimax classes: d_x = d_y = dimension (c-sc: d_x), unless
+    dimension_x/dimension_y are given instead."""
+    dimension_x: int | None = param(symbol="d_x", unit="coordinates", example=5, default=None, ge=1, le=MAX_DIMENSION)
+    """Dimension of the minimisation variable x (minimax classes; with dimension_y, instead of dimension)."""
+    dimension_y: int | None = param(symbol="d_y", unit="coordinates", example=5, default=None, ge=1, le=MAX_DIMENSION)
+    """Dimension of the maximisation variable y (sc-sc, c-c; optional for c-sc, where only the simulator uses it:
+    default d_x)."""
     lipschitz: float = param(
-        "Lipschitz constant of every loss f(·; ξ) on the domain (minimax: jointly in (x, y), "
-        "|f(x₁,y₁) − f(x₂,y₂)|² ≤ L²(‖x₁−x₂‖² + ‖y₁−y₂‖²)).",
-        symbol="L",
-        unit="loss units per parameter unit",
-        example=1.0,
-        ge=CONSTANT_RANGE[0],
-        le=CONSTANT_RANGE[1],
+        symbol="L", unit="loss units per parameter unit", example=1.0, ge=CONSTANT_RANGE[0], le=CONSTANT_RANGE[1]
     )
+    """Lipschitz constant of every loss f(·; ξ) on the domain (minimax: jointly in (x, y), |f(x₁,y₁) − f(x₂,y₂)|² ≤
+    L²(‖x₁−x₂‖² + ‖y₁−y₂‖²))."""
     smoothness: float | None = param(
-        "Gradient Lipschitz constant ℓ of every loss (jointly for minimax). Required for strongly-convex and sc-sc "
-        "(κ = ℓ/μ enters their utility bounds); must be at least the strong convexity. Optional otherwise "
-        "(used by the simulator's synthetic problem).",
-        symbol="ℓ",
-        unit="loss units per parameter unit²",
-        example=1.0,
-        ge=0,
-        le=CONSTANT_RANGE[1],
-        default=None,
+        symbol="ℓ", unit="loss units per parameter unit²", example=1.0, ge=0, le=CONSTANT_RANGE[1], default=None
     )
+    """Gradient Lipschitz constant ℓ of every loss (jointly for minimax). Required for strongly-convex and sc-sc (κ =
+    ℓ/μ enters their utility bounds); must be at least the strong convexity. Optional otherwise (used by the
+    simulator's synthetic problem)."""
     strong_convexity: float | None = _constant(
         "Strong convexity μ of every loss (strongly-convex, Assumption 3.2); for sc-sc, μ_x = μ_y = this value "
         "unless strong_convexity_x/strong_convexity_y are given instead. Not a regulariser: see regularization.",
@@ -130,14 +98,9 @@ class PhasedOutputPerturbationParams(ParamsModel):
         "parameter units",
         1.0,
     )
-    phases: bounded_count(1, MAX_PHASES) | None = param(
-        "Number of phases K of the phased classes (convex, c-c, c-sc); at most dataset_size. Default ⌈log₂ n⌉ "
-        "(the paper's K = log n, spec §6.1).",
-        symbol="K",
-        unit="phases",
-        example=12,
-        default=None,
-    )
+    phases: int | None = param(symbol="K", unit="phases", example=12, default=None, ge=1, le=MAX_PHASES)
+    """Number of phases K of the phased classes (convex, c-c, c-sc); at most dataset_size. Default ⌈log₂ n⌉ (the paper's
+    K = log n, spec §6.1)."""
     regularization: float | None = _constant(
         "Base regulariser μ of the phased classes (phase k adds (μ_k/2)‖x − x̃_{k−1}‖², μ_k = μ·2^k; c-c also "
         "(μ/2)‖y‖²). Default: the theorem's choice (Theorem 3.7, 4.8, Corollary 4.9) at the noise used, i.e. with "
@@ -146,39 +109,22 @@ class PhasedOutputPerturbationParams(ParamsModel):
         "loss units per parameter unit²",
         0.46,
     )
-    noise_multiplier: float | None = param(
-        "Noise std over sensitivity, the same for every release: σ_k = z·Δ_k (the plan lists each Δ_k and σ_k). "
-        "Required for privacy accounting and utility; computed by calibration.",
-        symbol="z = σ_k/Δ_k",
-        unit="multiples of each release's L2 sensitivity",
-        example=4.9,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
+    noise_multiplier: float | None = noise_multiplier_param(
+        symbol="z = σ_k/Δ_k", unit="multiples of each release's L2 sensitivity", example=4.9
     )
+    """Noise std over sensitivity, the same for every release: σ_k = z·Δ_k (the plan lists each Δ_k and σ_k). Required
+    for privacy accounting and utility; computed by calibration."""
     solver_failure_probability: float | None = param(
-        "Probability p that one base-solver run misses the accuracy the privacy proof requires (the plan's "
-        "solver_accuracy_required). Adds δ_fail = 2p (4p for c-c) to δ. 0: the accuracy is certified "
-        "deterministically (e.g. by the a-posteriori certificate of spec §2.x). Default: the paper's p = δ/4 "
-        "(δ/8 for sc-sc and c-c), reached by running the solver to the in-expectation gap solver_expected_gap.",
-        symbol="p",
-        unit="probability",
-        example=0.0,
-        ge=0,
-        le=MAX_SOLVER_FAILURE,
-        default=None,
+        symbol="p", unit="probability", example=0.0, ge=0, le=MAX_SOLVER_FAILURE, default=None
     )
-    target_delta: float | None = param(
-        "δ of the privacy guarantee the run targets. Required by /v1/utility (the theorems' constants and the "
-        "paper's solver accuracy γ depend on δ); /v1/privacy, /v1/calibrate and verification jobs use the "
-        "request's delta, and reject a different value here.",
-        symbol="δ",
-        unit="probability",
-        example=1e-5,
-        gt=0,
-        lt=1,
-        default=None,
-    )
+    """Probability p that one base-solver run misses the accuracy the privacy proof requires (the plan's
+    solver_accuracy_required). Adds δ_fail = 2p (4p for c-c) to δ. 0: the accuracy is certified deterministically
+    (e.g. by the a-posteriori certificate of spec §2.x). Default: the paper's p = δ/4 (δ/8 for sc-sc and c-c),
+    reached by running the solver to the in-expectation gap solver_expected_gap."""
+    target_delta: float | None = param(symbol="δ", unit="probability", example=1e-5, gt=0, lt=1, default=None)
+    """δ of the privacy guarantee the run targets. Required by /v1/utility (the theorems' constants and the paper's
+    solver accuracy γ depend on δ); /v1/privacy, /v1/calibrate and verification jobs use the request's delta, and
+    reject a different value here."""
 
     def check(self) -> list[FieldIssue]:
         rules = _Rules(self)

@@ -32,13 +32,10 @@ ITERATION_OVERHEAD = 2500.0
 class PhasedOutputPerturbationProblem(ParamsModel):
     """The synthetic problem of a phased-output-perturbation verification job (built from the declared constants)."""
 
-    audit_solver: Literal["worst-case", "exact"] = param(
-        "Base solver of the privacy audit. worst-case (default): a compliant solver that returns the exact solution "
-        "moved by the full accuracy the privacy proof allows, away from the neighbour's output (the guarantee must "
-        "hold for every compliant solver; this one makes the audit strongest). exact: the exact solution.",
-        example="worst-case",
-        default="worst-case",
-    )
+    audit_solver: Literal["worst-case", "exact"] = param(example="worst-case", default="worst-case")
+    """Base solver of the privacy audit. worst-case (default): a compliant solver that returns the exact solution moved
+    by the full accuracy the privacy proof allows, away from the neighbour's output (the guarantee must hold for
+    every compliant solver; this one makes the audit strongest). exact: the exact solution."""
 
 
 _MEASURED = MappingProxyType(

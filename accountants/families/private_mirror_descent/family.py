@@ -4,11 +4,11 @@ protocol."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from ...errors import CalibrationError
 from ...events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Operation, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Examples, Operation, PrivacyQuery
 from ...mechanisms.pure_composition import (
     MAX_COMPOSITIONS,
 )
@@ -33,33 +33,7 @@ from .utility import _recommendations, _utility_report
 @register
 class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     id = ALGORITHM_ID
-    example: ClassVar[Mapping[str, Any]] = {
-        "variant": "second-order",
-        "dataset_size": 32000,
-        "dimension_x": 32,
-        "dimension_y": 32,
-        "lipschitz": 1.0,
-        "smoothness": 1.0,
-        "second_order_smoothness": 0.0,
-        "batch_size": 12,
-        "stepsize": 0.0125,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "variant": "second-order",
-            "dataset_size": 400,
-            "dimension_x": 4,
-            "dimension_y": 4,
-            "lipschitz": 1.0,
-            "smoothness": 1.0,
-            "second_order_smoothness": 0.0,
-            "batch_size": 10,
-        },
-        "delta": 1e-05,
-        "target_epsilon": 4.0,
-        "trials": 2048,
-        "seed": 3,
-    }
+    examples = Examples.load(__file__, ALGORITHM_ID)
     title = "Private stochastic mirror descent with vertex sampling (saddle points and SCO on simplices)"
     summary = (
         "Entropic mirror descent for stochastic saddle-point problems (and DP-SCO) on simplices or polytopes, "

@@ -6,7 +6,7 @@ import math
 from typing import Literal
 
 from ...errors import FieldIssue
-from ...params import Count, ParamsModel, bounded_count, param
+from ...params import ParamsModel, param
 
 ALGORITHM_ID = "private-mirror-descent"
 MAX_COUNT = 10**12
@@ -19,135 +19,52 @@ SADDLE_VARIANTS = ("first-order", "second-order", "bias-reduced")
 class PrivateMirrorDescentParams(ParamsModel):
     """Hyperparameters of Algorithms 1, 3 and 5 of seed 001 (vertex sampling; the privacy knob is the stepsize)."""
 
-    variant: Variant = param(
-        "first-order (default) / second-order: Algorithm 1 [R] analysed under first- or second-order smoothness "
-        "(second_order_smoothness = 0 is the quadratic/bilinear case); bias-reduced: Algorithm 3 [R] (multilevel "
-        "gradient oracle, random number of steps; needs second_order_smoothness); sco: Algorithm 5 [R] (DP-SCO on "
-        "the simplex: no y-player).",
-        example="first-order",
-        default="first-order",
-    )
-    dataset_size: Count = param(
-        "Number of records n; Algorithm 1 uses them in one pass of disjoint batches.",
-        symbol="n",
-        unit="records",
-        example=32000,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    dimension_x: Count = param(
-        "Vertices of the x-simplex Δ_{d₁} (for a polytope: its number of vertices, seed 001 footnote 1).",
-        symbol="d₁",
-        unit="vertices",
-        example=32,
-        ge=2,
-        le=MAX_COUNT,
-    )
-    dimension_y: bounded_count(2, MAX_COUNT) | None = param(
-        "Vertices of the y-simplex Δ_{d₂}. Required by the saddle-point variants; omit for sco.",
-        symbol="d₂",
-        unit="vertices",
-        example=32,
-        default=None,
-    )
-    lipschitz: float = param(
-        "L₀: bound on ‖∇_x f(x, y; ξ)‖∞ and ‖∇_y f(x, y; ξ)‖∞ for every record ξ (Lipschitz constant w.r.t. ℓ1). "
-        "The privacy guarantee rests on it: clip gradient coordinates to [−L₀, L₀] if it may fail.",
-        symbol="L₀",
-        unit="loss units per ℓ1 unit",
-        example=1.0,
-        ge=1e-12,
-        le=1e12,
-    )
-    smoothness: float = param(
-        "L₁: Lipschitz constant of the gradient, ‖∇f(z) − ∇f(z')‖∞ ≤ L₁‖z − z'‖₁ (utility bounds only).",
-        symbol="L₁",
-        unit="loss units per ℓ1 unit²",
-        example=1.0,
-        ge=0,
-        le=1e12,
-    )
+    variant: Variant = param(example="first-order", default="first-order")
+    """first-order (default) / second-order: Algorithm 1 [R] analysed under first- or second-order smoothness
+    (second_order_smoothness = 0 is the quadratic/bilinear case); bias-reduced: Algorithm 3 [R] (multilevel gradient
+    oracle, random number of steps; needs second_order_smoothness); sco: Algorithm 5 [R] (DP-SCO on the simplex: no
+    y-player)."""
+    dataset_size: int = param(symbol="n", unit="records", example=32000, ge=1, le=MAX_COUNT)
+    """Number of records n; Algorithm 1 uses them in one pass of disjoint batches."""
+    dimension_x: int = param(symbol="d₁", unit="vertices", example=32, ge=2, le=MAX_COUNT)
+    """Vertices of the x-simplex Δ_{d₁} (for a polytope: its number of vertices, seed 001 footnote 1)."""
+    dimension_y: int | None = param(symbol="d₂", unit="vertices", example=32, default=None, ge=2, le=MAX_COUNT)
+    """Vertices of the y-simplex Δ_{d₂}. Required by the saddle-point variants; omit for sco."""
+    lipschitz: float = param(symbol="L₀", unit="loss units per ℓ1 unit", example=1.0, ge=1e-12, le=1e12)
+    """L₀: bound on ‖∇_x f(x, y; ξ)‖∞ and ‖∇_y f(x, y; ξ)‖∞ for every record ξ (Lipschitz constant w.r.t. ℓ1). The
+    privacy guarantee rests on it: clip gradient coordinates to [−L₀, L₀] if it may fail."""
+    smoothness: float = param(symbol="L₁", unit="loss units per ℓ1 unit²", example=1.0, ge=0, le=1e12)
+    """L₁: Lipschitz constant of the gradient, ‖∇f(z) − ∇f(z')‖∞ ≤ L₁‖z − z'‖₁ (utility bounds only)."""
     second_order_smoothness: float | None = param(
-        "L₂: every partial derivative ∂_i f is L₂-smooth w.r.t. ℓ1 (0 for quadratic or bilinear objectives). Required "
-        "by the second-order and bias-reduced variants (utility bounds only).",
-        symbol="L₂",
-        unit="loss units per ℓ1 unit³",
-        example=0.0,
-        ge=0,
-        le=1e12,
-        default=None,
+        symbol="L₂", unit="loss units per ℓ1 unit³", example=0.0, ge=0, le=1e12, default=None
     )
-    batch_size: Count = param(
-        "Batch size B: records per step (Algorithm 3: the base batch, a step uses 2^N·B). At most dataset_size.",
-        symbol="B",
-        unit="records",
-        example=12,
-        ge=1,
-        le=MAX_COUNT,
+    """L₂: every partial derivative ∂_i f is L₂-smooth w.r.t. ℓ1 (0 for quadratic or bilinear objectives). Required by
+    the second-order and bias-reduced variants (utility bounds only)."""
+    batch_size: int = param(symbol="B", unit="records", example=12, ge=1, le=MAX_COUNT)
+    """Batch size B: records per step (Algorithm 3: the base batch, a step uses 2^N·B). At most dataset_size."""
+    steps: int | None = param(symbol="T", unit="steps", example=2666, default=None, ge=1, le=MAX_COUNT)
+    """Iterations T of Algorithms 1 and 5 (default ⌊n/B⌋, one pass); steps·batch_size ≤ dataset_size. Not used by
+    bias-reduced (its number of steps is random; see stopping_parameter)."""
+    samples_per_step: int | None = param(symbol="K", unit="samples", example=1, default=None, ge=1, le=MAX_SAMPLES)
+    """Vertex samples K per player and step of Algorithm 1 (x̃_t is the mean of K draws from P(x_t)), or per refresh of
+    Algorithm 5. Default 1. Not used by bias-reduced (it draws 2^{N_t} per step)."""
+    stepsize: float | None = param(symbol="η", unit="1/loss units", example=0.0125, gt=0, le=1e12, default=None)
+    """Mirror-descent stepsize η: the privacy knob (ε₀ = 4ηL₀/B per vertex sample for Algorithm 1). Required for privacy
+    accounting; computed by calibration."""
+    stopping_parameter: int | None = param(
+        symbol="M", unit="base batches", example=2666, default=None, ge=2, le=MAX_COUNT
     )
-    steps: bounded_count(1, MAX_COUNT) | None = param(
-        "Iterations T of Algorithms 1 and 5 (default ⌊n/B⌋, one pass); steps·batch_size ≤ dataset_size. Not used by "
-        "bias-reduced (its number of steps is random; see stopping_parameter).",
-        symbol="T",
-        unit="steps",
-        example=2666,
-        default=None,
-    )
-    samples_per_step: bounded_count(1, MAX_SAMPLES) | None = param(
-        "Vertex samples K per player and step of Algorithm 1 (x̃_t is the mean of K draws from P(x_t)), or per "
-        "refresh of Algorithm 5. Default 1. Not used by bias-reduced (it draws 2^{N_t} per step).",
-        symbol="K",
-        unit="samples",
-        example=1,
-        default=None,
-    )
-    stepsize: float | None = param(
-        "Mirror-descent stepsize η: the privacy knob (ε₀ = 4ηL₀/B per vertex sample for Algorithm 1). Required for "
-        "privacy accounting; computed by calibration.",
-        symbol="η",
-        unit="1/loss units",
-        example=0.0125,
-        gt=0,
-        le=1e12,
-        default=None,
-    )
-    stopping_parameter: bounded_count(2, MAX_COUNT) | None = param(
-        "bias-reduced only: the stopping parameter M of Algorithm 3 (it stops before Σ_t 2^{N_t} exceeds M; "
-        "M·B ≤ n). Default ⌊n/B⌋.",
-        symbol="M",
-        unit="base batches",
-        example=2666,
-        default=None,
-    )
-    max_level: bounded_count(1, 60) | None = param(
-        "bias-reduced only: N_max of the truncated geometric level N_t ∈ {1, …, N_max}; 2^{N_max} ≤ M. Default "
-        "max(1, ⌊log₂ M⌋ − 1) [D].",
-        symbol="N_max",
-        unit="levels",
-        example=10,
-        default=None,
-    )
-    warmup_steps: bounded_count(1, MAX_COUNT) | None = param(
-        "sco only: steps t₀ at whose every step the private estimate x̃ is refreshed (K samples); default 1. t₀ ≤ T.",
-        symbol="t₀",
-        unit="steps",
-        example=1,
-        default=None,
-    )
-    refresh_period: bounded_count(1, MAX_COUNT) | None = param(
-        "sco only: after the warm-up, x̃ is refreshed every p steps; default 1 (every step).",
-        symbol="p",
-        unit="steps",
-        example=1,
-        default=None,
-    )
-    final_samples: bounded_count(1, MAX_SAMPLES) | None = param(
-        "sco only: samples K' of the final sparsification of x_T; default K.",
-        symbol="K'",
-        unit="samples",
-        example=1,
-        default=None,
-    )
+    """bias-reduced only: the stopping parameter M of Algorithm 3 (it stops before Σ_t 2^{N_t} exceeds M; M·B ≤ n).
+    Default ⌊n/B⌋."""
+    max_level: int | None = param(symbol="N_max", unit="levels", example=10, default=None, ge=1, le=60)
+    """bias-reduced only: N_max of the truncated geometric level N_t ∈ {1, …, N_max}; 2^{N_max} ≤ M. Default max(1,
+    ⌊log₂ M⌋ − 1) [D]."""
+    warmup_steps: int | None = param(symbol="t₀", unit="steps", example=1, default=None, ge=1, le=MAX_COUNT)
+    """sco only: steps t₀ at whose every step the private estimate x̃ is refreshed (K samples); default 1. t₀ ≤ T."""
+    refresh_period: int | None = param(symbol="p", unit="steps", example=1, default=None, ge=1, le=MAX_COUNT)
+    """sco only: after the warm-up, x̃ is refreshed every p steps; default 1 (every step)."""
+    final_samples: int | None = param(symbol="K'", unit="samples", example=1, default=None, ge=1, le=MAX_SAMPLES)
+    """sco only: samples K' of the final sparsification of x_T; default K."""
 
     def check(self) -> list[FieldIssue]:
         issues: list[FieldIssue] = []

@@ -98,9 +98,6 @@ def sampling_notes(releases: NoisyReleases, sampled: str) -> list[str]:
 class BilinearProblemSettings(ParamsModel):
     """The synthetic problem of an nseg or nispp verification job."""
 
-    kind: Literal["bilinear"] = param(
-        "bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (spec §7.5) with ‖A‖ = smoothness, "
-        "radius diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz; closed-form gap.",
-        example="bilinear",
-        default="bilinear",
-    )
+    kind: Literal["bilinear"] = param(example="bilinear", default="bilinear")
+    """bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (spec §7.5) with ‖A‖ = smoothness, radius
+    diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz; closed-form gap."""

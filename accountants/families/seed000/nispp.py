@@ -27,12 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from ...errors import ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
@@ -189,30 +189,7 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 @register
 class Nispp(AlgorithmFamily[NisppParams]):
     id = "nispp"
-    example: ClassVar[Mapping[str, Any]] = {
-        "dataset_size": 10000,
-        "batch_size": 22,
-        "lipschitz": 2.414,
-        "smoothness": 1.0,
-        "diameter": 2.828,
-        "dimension": 10,
-        "noise_multiplier": 3.73,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "dataset_size": 10000,
-            "batch_size": 22,
-            "lipschitz": 2.414,
-            "smoothness": 1.0,
-            "diameter": 2.828,
-            "dimension": 10,
-        },
-        "delta": 1e-05,
-        "target_epsilon": 1.0,
-        "checks": ["utility"],
-        "trials": 128,
-        "seed": 0,
-    }
+    examples = Examples.load(__file__, "nispp")
     title = "Noisy inexact stochastic proximal point (DP monotone VIs and saddle points)"
     summary = (
         "Inexact proximal-point steps on batches, each prox point released with Gaussian noise. Single pass "

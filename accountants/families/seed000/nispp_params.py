@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...errors import FieldIssue, ParameterError
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...params import ParamsModel, noise_multiplier_param, param
 from ...reports import (
     Recommendation,
 )
@@ -33,81 +33,40 @@ SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points
 class NisppParams(ParamsModel):
     """Hyperparameters of NISPP (seed 000, Algorithm 2)."""
 
-    dataset_size: Count = dataset_size_field()
-    batch_size: Count = param(
-        "Records per iteration (the expected number under Poisson sampling).",
-        symbol="B",
-        unit="records",
-        example=22,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    passes: Literal["single", "multi"] = param(
-        "single: disjoint batches, each record used once (KB ≤ n; Theorem 5, Prop. 10). multi: a random batch at "
-        "every iteration (Theorem 7: K = n, B = √n).",
-        example="single",
-        default="single",
-    )
-    steps: bounded_count(1, MAX_STEPS) | None = param(
-        "Iterations K (each solves one proximal subproblem and makes one noisy release). Default: ⌊n/B⌋ (single "
-        "pass), n (multi pass).",
-        symbol="K",
-        unit="iterations",
-        example=454,
-        default=None,
-    )
+    dataset_size: int = dataset_size_field()
+    batch_size: int = param(symbol="B", unit="records", example=22, ge=1, le=MAX_COUNT)
+    """Records per iteration (the expected number under Poisson sampling)."""
+    passes: Literal["single", "multi"] = param(example="single", default="single")
+    """single: disjoint batches, each record used once (KB ≤ n; Theorem 5, Prop. 10). multi: a random batch at every
+    iteration (Theorem 7: K = n, B = √n)."""
+    steps: int | None = param(symbol="K", unit="iterations", example=454, default=None, ge=1, le=MAX_STEPS)
+    """Iterations K (each solves one proximal subproblem and makes one noisy release). Default: ⌊n/B⌋ (single pass), n
+    (multi pass)."""
     sampling: Literal["poisson", "uniform"] = sampling_field()
     lipschitz: float = lipschitz_field()
     smoothness: float = smoothness_field()
     diameter: float = diameter_field()
-    dimension: Count = dimension_field()
+    dimension: int = dimension_field()
     regularization: float | None = param(
-        "Proximal weight λ of every subproblem (γ_k = 1). Default: the paper's λ₀ (Corollary 2 / Theorem 7) written "
-        "through the noise multiplier; required when the noise is given as noise_std.",
-        symbol="λ",
-        unit="operator units per parameter unit",
-        example=10.7,
-        gt=0,
-        le=1e12,
-        default=None,
+        symbol="λ", unit="operator units per parameter unit", example=10.7, gt=0, le=1e12, default=None
     )
+    """Proximal weight λ of every subproblem (γ_k = 1). Default: the paper's λ₀ (Corollary 2 / Theorem 7) written
+    through the noise multiplier; required when the noise is given as noise_std."""
     inner_tolerance: float | None = param(
-        "Accuracy ν of each subproblem's strong solution (eq. 5.1). Default: 2M²/(λB²) (single pass) or "
-        "M²/(λn²) (multi pass). Above 2M²/(λB²) the sensitivity grows (Prop. 9, general ν).",
-        symbol="ν",
-        unit="operator units × parameter units",
-        example=0.03,
-        ge=0,
-        le=1e12,
-        default=None,
+        symbol="ν", unit="operator units × parameter units", example=0.03, ge=0, le=1e12, default=None
     )
-    sensitivity_form: Literal["simplified", "exact-root"] = param(
-        "Which bound of Prop. 9 is the sensitivity Δ of a prox point. simplified (default; Prop. 9 as stated): "
-        "4M/(λB) when ν ≤ 2M²/(λB²), else 2M/(λB) + √(2ν/λ). exact-root: M/(λB) + √(M²/(λB)² + 2ν/λ), the root of the "
-        "quadratic in the proof — smaller (2M/(λB) as ν → 0), so less noise for the same ε.",
-        example="simplified",
-        default="simplified",
-    )
-    noise_multiplier: float | None = param(
-        "Noise std over the sensitivity Δ of one prox point (see sensitivity_form): σ = z·Δ is added to "
-        "every u_{k+1}. Required for privacy accounting and utility (or give noise_std); computed by calibration.",
-        symbol="z = σ/Δ",
-        unit="multiples of Δ",
-        example=3.73,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
-    )
-    noise_std: float | None = param(
-        "Per-coordinate std σ of the noise added to every prox point; an alternative to noise_multiplier (then "
-        "regularization is required).",
-        symbol="σ",
-        unit="parameter units",
-        example=0.43,
-        gt=0,
-        le=1e18,
-        default=None,
-    )
+    """Accuracy ν of each subproblem's strong solution (eq. 5.1). Default: 2M²/(λB²) (single pass) or M²/(λn²) (multi
+    pass). Above 2M²/(λB²) the sensitivity grows (Prop. 9, general ν)."""
+    sensitivity_form: Literal["simplified", "exact-root"] = param(example="simplified", default="simplified")
+    """Which bound of Prop. 9 is the sensitivity Δ of a prox point. simplified (default; Prop. 9 as stated): 4M/(λB)
+    when ν ≤ 2M²/(λB²), else 2M/(λB) + √(2ν/λ). exact-root: M/(λB) + √(M²/(λB)² + 2ν/λ), the root of the quadratic in
+    the proof — smaller (2M/(λB) as ν → 0), so less noise for the same ε."""
+    noise_multiplier: float | None = noise_multiplier_param(symbol="z = σ/Δ", unit="multiples of Δ", example=3.73)
+    """Noise std over the sensitivity Δ of one prox point (see sensitivity_form): σ = z·Δ is added to every u_{k+1}.
+    Required for privacy accounting and utility (or give noise_std); computed by calibration."""
+    noise_std: float | None = param(symbol="σ", unit="parameter units", example=0.43, gt=0, le=1e18, default=None)
+    """Per-coordinate std σ of the noise added to every prox point; an alternative to noise_multiplier (then
+    regularization is required)."""
 
     def check(self) -> list[FieldIssue]:
         issues = common_issues(self)

@@ -28,13 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, PrivacyQuery
-from ...params import NOISE_MULTIPLIER_RANGE, Count, ParamsModel, bounded_count, param
+from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...params import ParamsModel, noise_multiplier_param, param
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
@@ -74,61 +74,30 @@ SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points
 class NsegParams(ParamsModel):
     """Hyperparameters of NSEG (seed 000, Algorithm 1)."""
 
-    dataset_size: Count = dataset_size_field()
-    batch_size: Count = param(
-        "Records per operator evaluation (the expected number under Poisson sampling).",
-        symbol="B",
-        unit="records",
-        example=10,
-        ge=1,
-        le=MAX_COUNT,
-    )
-    passes: Literal["single", "multi"] = param(
-        "single: all 2T batches disjoint, each record used once (n ≥ 2TB; Theorem 2, Prop. 5). multi: a fresh random "
-        "batch at every evaluation (the paper's T = n² with B = 1; Prop. 7, Theorem 4).",
-        example="single",
-        default="single",
-    )
-    steps: bounded_count(1, MAX_STEPS) | None = param(
-        "Iterations T, each with two noisy operator evaluations. Default: ⌊n/(2B)⌋ (single pass), n² (multi pass).",
-        symbol="T",
-        unit="steps",
-        example=500,
-        default=None,
-    )
+    dataset_size: int = dataset_size_field()
+    batch_size: int = param(symbol="B", unit="records", example=10, ge=1, le=MAX_COUNT)
+    """Records per operator evaluation (the expected number under Poisson sampling)."""
+    passes: Literal["single", "multi"] = param(example="single", default="single")
+    """single: all 2T batches disjoint, each record used once (n ≥ 2TB; Theorem 2, Prop. 5). multi: a fresh random batch
+    at every evaluation (the paper's T = n² with B = 1; Prop. 7, Theorem 4)."""
+    steps: int | None = param(symbol="T", unit="steps", example=500, default=None, ge=1, le=MAX_STEPS)
+    """Iterations T, each with two noisy operator evaluations. Default: ⌊n/(2B)⌋ (single pass), n² (multi pass)."""
     sampling: Literal["poisson", "uniform"] = sampling_field()
     lipschitz: float = lipschitz_field()
     smoothness: float = smoothness_field()
     diameter: float = diameter_field()
-    dimension: Count = dimension_field()
+    dimension: int = dimension_field()
     stepsize: float | None = param(
-        "Step size γ. Default: Corollary 1's (single pass) or Theorem 4's (multi pass) recommendation.",
-        symbol="γ",
-        unit="parameter units per operator unit",
-        example=0.0062,
-        gt=0,
-        le=1e12,
-        default=None,
+        symbol="γ", unit="parameter units per operator unit", example=0.0062, gt=0, le=1e12, default=None
     )
-    noise_multiplier: float | None = param(
-        "Noise std over the sensitivity Δ = 2M/B of one operator evaluation: σ = z·2M/B is added to every "
-        "evaluation. Required for privacy accounting and utility (or give noise_std); computed by calibration.",
-        symbol="z = σB/(2M)",
-        unit="multiples of Δ = 2M/B",
-        example=3.73,
-        ge=NOISE_MULTIPLIER_RANGE[0],
-        le=NOISE_MULTIPLIER_RANGE[1],
-        default=None,
+    """Step size γ. Default: Corollary 1's (single pass) or Theorem 4's (multi pass) recommendation."""
+    noise_multiplier: float | None = noise_multiplier_param(
+        symbol="z = σB/(2M)", unit="multiples of Δ = 2M/B", example=3.73
     )
-    noise_std: float | None = param(
-        "Per-coordinate std σ of the noise added to every operator evaluation; an alternative to noise_multiplier.",
-        symbol="σ",
-        unit="operator units",
-        example=1.8,
-        gt=0,
-        le=1e18,
-        default=None,
-    )
+    """Noise std over the sensitivity Δ = 2M/B of one operator evaluation: σ = z·2M/B is added to every evaluation.
+    Required for privacy accounting and utility (or give noise_std); computed by calibration."""
+    noise_std: float | None = param(symbol="σ", unit="operator units", example=1.8, gt=0, le=1e18, default=None)
+    """Per-coordinate std σ of the noise added to every operator evaluation; an alternative to noise_multiplier."""
 
     def check(self) -> list[FieldIssue]:
         issues = common_issues(self)
@@ -322,29 +291,7 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 @register
 class Nseg(AlgorithmFamily[NsegParams]):
     id = "nseg"
-    example: ClassVar[Mapping[str, Any]] = {
-        "dataset_size": 10000,
-        "batch_size": 10,
-        "lipschitz": 2.414,
-        "smoothness": 1.0,
-        "diameter": 2.828,
-        "dimension": 10,
-        "noise_multiplier": 3.73,
-    }
-    job_example: ClassVar[Mapping[str, Any] | None] = {
-        "params": {
-            "dataset_size": 10000,
-            "batch_size": 10,
-            "lipschitz": 2.414,
-            "smoothness": 1.0,
-            "diameter": 2.828,
-            "dimension": 10,
-        },
-        "delta": 1e-05,
-        "target_epsilon": 1.0,
-        "trials": 1000,
-        "seed": 4,
-    }
+    examples = Examples.load(__file__, "nseg")
     title = "Noisy stochastic extragradient (DP monotone VIs and saddle points)"
     summary = (
         "Extragradient with two noisy batch-operator evaluations per step, on disjoint batches (single pass, strong "
