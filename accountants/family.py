@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
+import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,8 +73,7 @@ class BoundInfo:
 
 @dataclass(frozen=True)
 class Examples:
-    """A family's documentation examples, kept as JSON beside its module (``examples.json``, keyed by algorithm id):
-    the HTTP layer shows them as request examples and a test answers each one."""
+    """A family's documentation examples: the HTTP layer shows them as request examples and a test answers each."""
 
     params: Mapping[str, Any]
     """Valid hyperparameters, the privacy knob included."""
@@ -83,11 +82,52 @@ class Examples:
     job: Mapping[str, Any] | None = None
     """A small verification-job request (every field but ``algorithm``), where the family has a simulator."""
 
+
+@dataclass(frozen=True)
+class Card:
+    """What a family says about itself, kept as data in the ``card.toml`` beside its module (one table per algorithm
+    id): title, summary, sources, assumptions, the bounds it offers with their conditions, and its examples."""
+
+    title: str
+    summary: str
+    source: str
+    examples: Examples
+    assumptions: tuple[str, ...] = ()
+    bounds: tuple[BoundInfo, ...] = ()
+
     @classmethod
-    def load(cls, module_file: str, algorithm: str) -> Examples:
-        """The examples of ``algorithm`` in the ``examples.json`` beside ``module_file``."""
-        data = json.loads(Path(module_file).with_name("examples.json").read_text(encoding="utf-8"))[algorithm]
-        return cls(MappingProxyType(data["params"]), MappingProxyType(data.get("utility_extra", {})), data.get("job"))
+    def load(cls, module_file: str, algorithm: str, **values: object) -> Card:
+        """The card of ``algorithm`` in the ``card.toml`` beside ``module_file``; its texts are format strings over
+        ``values`` (e.g. ``{SOURCE}``, the paper the family implements)."""
+        with Path(module_file).with_name("card.toml").open("rb") as file:
+            data = tomllib.load(file)[algorithm]
+
+        def text(template: str) -> str:
+            return template.format_map(values)
+
+        bounds = tuple(
+            BoundInfo(
+                text(b["name"]),
+                b["kind"],
+                text(b["source"]),
+                tuple(text(c) for c in b.get("conditions", ())),
+                b.get("accountant"),
+            )
+            for b in data.get("bounds", ())
+        )
+        examples = data["examples"]
+        return cls(
+            title=text(data["title"]),
+            summary=text(data["summary"]),
+            source=text(data["source"]),
+            assumptions=tuple(text(a) for a in data.get("assumptions", ())),
+            bounds=bounds,
+            examples=Examples(
+                MappingProxyType(examples["params"]),
+                MappingProxyType(examples.get("utility_extra", {})),
+                examples.get("job"),
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -128,18 +168,14 @@ class AlgorithmFamily(ABC, Generic[P]):
     """One algorithm: its parameter model, privacy accounting, calibration and utility bounds."""
 
     id: ClassVar[str]
-    title: ClassVar[str]
-    summary: ClassVar[str]
-    source: ClassVar[str]
+    card: ClassVar[Card]
+    """Title, summary, sources, assumptions, bounds and examples (:meth:`Card.load`)."""
     params_model: type[P]
     accountants: ClassVar[tuple[str, ...]]
     """Concrete accountants this family implements (``best`` is always offered on top)."""
     accountant_notes: ClassVar[Mapping[str, str]] = {}
     """Why an accountant the family does not implement does not apply to it."""
-    assumptions: ClassVar[tuple[str, ...]] = ()
-    bounds: ClassVar[tuple[BoundInfo, ...]] = ()
     calibrated_parameter: ClassVar[str] = "noise_multiplier"
-    examples: ClassVar[Examples]
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
     parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
@@ -151,17 +187,37 @@ class AlgorithmFamily(ABC, Generic[P]):
         return simulator_for(self.id)
 
     @property
+    def title(self) -> str:
+        return self.card.title
+
+    @property
+    def summary(self) -> str:
+        return self.card.summary
+
+    @property
+    def source(self) -> str:
+        return self.card.source
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        return self.card.assumptions
+
+    @property
+    def bounds(self) -> tuple[BoundInfo, ...]:
+        return self.card.bounds
+
+    @property
     def example(self) -> Mapping[str, Any]:
         """Valid hyperparameters, the privacy knob included (:attr:`Examples.params`)."""
-        return self.examples.params
+        return self.card.examples.params
 
     @property
     def utility_example_extra(self) -> Mapping[str, Any]:
-        return self.examples.utility_extra
+        return self.card.examples.utility_extra
 
     @property
     def job_example(self) -> Mapping[str, Any] | None:
-        return self.examples.job
+        return self.card.examples.job
 
     def parse(self, params: Mapping[str, Any] | ParamsModel) -> P:
         """Validate hyperparameters (raises :class:`ParameterError` naming each field and its allowed range)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from accountants import registry
 from accountants.events import GaussianEvent, SelfComposedEvent
-from accountants.family import Examples
+from accountants.family import Card, Examples
 from accountants.params import NOISE_MULTIPLIER_RANGE, ParamsModel, param
 from accountants.planned import PlannedFamily
 from accountants.plans import MechanismPlan
@@ -33,11 +33,13 @@ class GaussianSumParams(ParamsModel):
 
 class GaussianSum(PlannedFamily[GaussianSumParams]):
     id = "toy-gaussian-sum"
-    title = "Gaussian sum query, released k times"
-    summary = "A clipped sum with Gaussian noise, composed k times (test family)."
-    source = "Dwork & Roth 2014, Thm. A.1; Dong, Roth & Su 2022"
+    card = Card(
+        title="Gaussian sum query, released k times",
+        summary="A clipped sum with Gaussian noise, composed k times (test family).",
+        source="Dwork & Roth 2014, Thm. A.1; Dong, Roth & Su 2022",
+        examples=Examples({"releases": 10, "clip_norm": 1.0, "noise_multiplier": 2.0}),
+    )
     params_model = GaussianSumParams
-    examples = Examples({"releases": 10, "clip_norm": 1.0, "noise_multiplier": 2.0})
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         p = self.parse(params)

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...errors import CalibrationError, ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
@@ -40,89 +40,11 @@ from .utility import utility_report
 @register
 class DpBilevel(AlgorithmFamily[BilevelParams]):
     id = ALGORITHM_ID
-    examples = Examples.load(__file__, ALGORITHM_ID)
-    title = "Differentially private bilevel optimization (penalty method, full batch and mini-batch)"
-    summary = (
-        "First-order DP bilevel optimization (hyperparameter tuning, meta-learning): each outer step runs two private "
-        "inner solvers (localized noisy GD/SGD) and releases a Gaussian-noised penalty hypergradient. Three Gaussian "
-        "mechanisms per outer step, accounted by the paper's chain of lemmas (its printed budget split and the "
-        "corrected one), in Rényi DP, and exactly by Gaussian DP for full batches; predicted hypergradient norms."
-    )
-    source = f"{SOURCE}: Algorithms 1–4, Lemmas 2.1–2.3, 4.3–4.5, Proposition 4.6, Theorems 4.1, 5.1, 6.1, 8.2, A.1"
+    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = BilevelParams
     accountants = ("rdp", "tight", "paper")
     accountant_notes = MappingProxyType({})
     noise_fields = ("noise_multiplier",)
-    assumptions = (
-        "Assumptions 2.5 and 2.6: f, g smooth; g(x, ·) μ_g-strongly convex; per-sample Lipschitz constants L₀^f "
-        "(jointly) and L₀^g (in y, over the domain of interest 𝒴).",
-        "Per-sample inner gradients are clipped at their Lipschitz constants (L₀^g, L₀^f + λL₀^g), per-sample penalty "
-        "hypergradients at G (outer_clip_norm): the sensitivities 2L/n, 2G/n then hold deterministically; where the "
-        "assumptions hold, clipping never acts (spec §2.6 items 4–5).",
-        "Neighbouring datasets differ in one record (replace-one, Section 2); n is public.",
-        "Every iterate and inner iterate may be released; the output rule argmin_t ‖x_{t+1} − x_t‖ is post-processing.",
-        "Mini-batch: batches drawn independently at every step, without replacement by default (the paper draws with "
-        "replacement; only its own statement covers that).",
-    )
-    bounds = (
-        BoundInfo(
-            "Paper chain with the printed split ε/√(18T), δ/(3(T+1)) and the corrected split",
-            "privacy",
-            f"{SOURCE}, Lemmas 2.1–2.3, proofs of Theorems 4.1 and 5.1 (erratum: the printed split totals "
-            "ε√(ln((T+1)/δ)) + ε², spec §3.4)",
-            (
-                "every Gaussian ε̃ < 1 (Lemma 2.2)",
-                "per-step ε_it < 1 (Lemma 2.1)",
-                "mini-batch: batches at least the minimum the Theorem 5.1 argument needs",
-            ),
-            "paper",
-        ),
-        BoundInfo(
-            "Rényi composition of the Gaussian releases",
-            "privacy",
-            "Mironov 2017, Prop. 7 (not in seed 003, spec §3.6)",
-            ("variant = full-batch",),
-            "rdp",
-        ),
-        BoundInfo(
-            "Rényi DP of the Gaussian on batches drawn without replacement",
-            "privacy",
-            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
-            ("variant = mini-batch", "sampling = without-replacement"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Gaussian-DP composition, analytic Gaussian (exact)",
-            "privacy",
-            "Dong, Roth & Su 2019; Balle & Wang 2018, Thm. 8",
-            ("variant = full-batch",),
-            "tight",
-        ),
-        BoundInfo(
-            "Explicit hypergradient bound ‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T)",
-            "utility",
-            f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 4.4 (first step), Lemma 4.3(i) explicit",
-            ("noise given", "initial_suboptimality given", "stepsize ≤ 1/(2·smoothness of L*_λ)", "λ ≥ λ_min"),
-        ),
-        BoundInfo(
-            "Inner solver accuracy (explicit localisation radius)",
-            "utility",
-            f"{SOURCE}, Theorems 8.2/A.1 (explicit radius of spec §4.1, reconstructed)",
-            ("noise given",),
-        ),
-        BoundInfo(
-            "Theorem 4.1 / 5.1 rates (corrected K₂ = Δ_F^{1/6}ℓ^{5/6}κ^{11/6}, K₃/√b_out) and as printed",
-            "utility",
-            f"{SOURCE}, Theorems 4.1, 5.1 (errata §6 items 8, 9)",
-            ("epsilon and initial_suboptimality given", "α ≤ ℓκ³·min{1/(2κ), L₀^g/L₀^f, L₁^g/L₁^f, Δ_F/(ℓκ)}"),
-        ),
-        BoundInfo(
-            "Theorem 6.1 rate (population hypergradient)",
-            "utility",
-            f"{SOURCE}, Theorem 6.1 (K₁ with ℓ^{{3/4}}, erratum §6 item 10)",
-            ("epsilon and initial_suboptimality given",),
-        ),
-    )
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
         """Per outer step 2K inner Gaussian steps and one outer release, T times, under replace-one; None for

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...calibration import calibrate_rdp
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Examples, Operation, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
 from ...plans import MechanismPlan
@@ -40,62 +40,10 @@ from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _requ
 @register
 class DpSgd(AlgorithmFamily[DpSgdParams]):
     id = ALGORITHM_ID
-    examples = Examples.load(__file__, ALGORITHM_ID)
-    title = "Poisson-subsampled DP-SGD"
-    summary = (
-        "Noisy clipped SGD on random batches (Abadi et al. 2016) with every iterate released: the baseline that "
-        "dp_accounting and opacus account for, with Poisson or fixed-size batches and either neighbouring relation."
-    )
-    source = (
-        "Abadi et al. 2016 (DP-SGD); Mironov, Talwar & Zhang 2019 (RDP of the sampled Gaussian); Wang, Balle & "
-        "Kasiviswanathan 2019, Thm. 27 (fixed-size batches); Balle & Wang 2018, Thm. 8 (analytic Gaussian)"
-    )
+    card = Card.load(__file__, ALGORITHM_ID)
     params_model = DpSgdParams
     accountants = ("rdp", "tight")
     noise_fields = ("noise_multiplier", "noise_std")
-    assumptions = (
-        "Per-example gradients are clipped to L2 norm clip_norm before summation.",
-        "Batches are drawn as declared in `sampling` (Poisson or uniformly random fixed-size); shuffled or cyclic "
-        "passes are not covered by this accounting.",
-        "Every iterate may be released (no hidden-state amplification is assumed).",
-    )
-    bounds = (
-        BoundInfo(
-            "RDP of the Poisson-subsampled Gaussian",
-            "privacy",
-            "Mironov, Talwar & Zhang 2019, §3.3",
-            ("sampling = poisson", "neighbouring = add-remove"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Weak triangle inequality through the dataset without the record",
-            "privacy",
-            "Mironov 2017, Prop. 11 (p = 2)",
-            ("sampling = poisson", "neighbouring = replace-one"),
-            "rdp",
-        ),
-        BoundInfo(
-            "RDP of the Gaussian on a batch sampled without replacement",
-            "privacy",
-            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
-            ("sampling = fixed-size", "neighbouring = replace-one"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Privacy-loss distribution of the Poisson-subsampled Gaussian",
-            "privacy",
-            "Doroshenko et al. 2022 (connect-the-dots); Koskela, Jälkö & Honkela 2020 (FFT composition)",
-            ("sampling = poisson", "neighbouring = add-remove", "δ above the distribution's atom at +∞"),
-            "tight",
-        ),
-        BoundInfo(
-            "Analytic Gaussian (exact) for full-batch training",
-            "privacy",
-            "Balle & Wang 2018, Thm. 8",
-            ("batch_size = dataset_size",),
-            "tight",
-        ),
-    )
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""

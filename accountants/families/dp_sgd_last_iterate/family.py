@@ -9,7 +9,7 @@ from typing import Any
 
 from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon
 from ...errors import ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...registry import register
 from ...reports import (
     AccountantResult,
@@ -42,58 +42,11 @@ _UTILITY_REASON = (
 @register
 class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
     id = ALGORITHM_ID
-    examples = Examples.load(__file__, ALGORITHM_ID)
-    title = "Cyclic, clipped, last-iterate DP-SGD (nonconvex composite losses)"
-    summary = (
-        "DP-SGD traversing the data in a fixed order in disjoint batches, clipping per-example gradients, taking a "
-        "proximal step, and releasing only the last iterate. Closed-form Rényi bounds of seed 004 (Theorems 2.2, "
-        "2.3, Corollary C.3), minimised with the composition bound, which covers every iterate."
-    )
-    source = f"{SOURCE}: Theorems 2.2 and 2.3, Corollaries C.2 and C.3"
+    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = LastIterateParams
     accountants = ("rdp",)
     accountant_notes = MappingProxyType({"tight": _TIGHT_REASON, "paper": _PAPER_REASON})
     noise_fields = ("noise_multiplier", "noise_std")
-    assumptions = (
-        "(A1) h is convex, proper and lower-semicontinuous (handled by the prox step).",
-        "(A2)/(A3) every f_i and its neighbour satisfy −(m/2)‖x−y‖² ≤ f_i(x) − f_i(y) − ⟨∇f_i(y), x−y⟩ ≤ (M/2)‖x−y‖².",
-        "Batches are the fixed cyclic order of Algorithm 1; neighbours swap one record at the same slot.",
-        "Only X_T is released (the composition bound also covers releasing every iterate).",
-    )
-    bounds = (
-        BoundInfo(
-            "Theorem 2.2 (bounded domain)",
-            "privacy",
-            f"{SOURCE}, Theorem 2.2",
-            ("diameter given", "stepsize ≤ 1/(2(M+m)) (√2·L_λ, clipping active) or ≤ 1/(M+m) (L_λ, clipping inactive)"),
-            "rdp",
-        ),
-        BoundInfo("Theorem 2.3, eq. (17)", "privacy", f"{SOURCE}, Theorem 2.3", ("stepsize ≤ 1/(2(M+m))",), "rdp"),
-        BoundInfo(
-            "Theorem 2.3, eq. (19)",
-            "privacy",
-            f"{SOURCE}, Theorem 2.3",
-            ("clipping = inactive (condition 18)", "stepsize ≤ 1/(M+m)"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Corollary C.3",
-            "privacy",
-            f"{SOURCE}, Corollary C.3",
-            ("clipping = inactive", "stepsize ≤ min(1/√E, 1/(2(M+m)))"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Composition (swap adjacency)", "privacy", "Gaussian mechanism per use of the record", ("always",), "rdp"
-        ),
-        BoundInfo(
-            "Corollary C.2 calibration (corrected σ̄, erratum 8)",
-            "privacy",
-            f"{SOURCE}, Corollary C.2",
-            ("clipping = inactive", "m > 0", "stepsize = 1/(2(M+m))", "ℓ ≥ log 2 / log(1 + m/(2(M+m)))"),
-            "paper",
-        ),
-    )
 
     def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:
         p, d, grid = query.params, query.delta, query.grid

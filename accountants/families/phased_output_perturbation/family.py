@@ -8,7 +8,7 @@ from typing import Any
 from ...conversions import epsilon_for_linear_rdp
 from ...errors import CalibrationError, FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
@@ -46,60 +46,10 @@ from .utility import utility_bounds
 @register
 class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
     id = ALGORITHM_ID
-    examples = Examples.load(__file__, ALGORITHM_ID)
-    title = "(Phased) output perturbation with any base solver: DP-SCO and DP minimax"
-    summary = (
-        "Solve the (regularised) empirical problem with any base solver to the accuracy the plan lists, then add "
-        "Gaussian noise σ_k = z·Δ_k (seed 002, Algorithms 1–5 and the C-SC variant; phases on disjoint blocks with "
-        "regulariser μ_k = μ·2^k). Rigorous accounting (analytic Gaussian, exact GDP composition, solver-failure δ) "
-        "beside the paper's printed calibration, the mechanism plan, and the theorems' utility bounds with the proofs' "
-        "exact sums."
-    )
-    source = f"{SOURCE}: Algorithms 1–5, Theorems 3.4, 3.7, 4.4, 4.8, Corollary 4.9"
+    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = PhasedOutputPerturbationParams
     accountants = ("rdp", "tight", "paper")
     noise_fields = ("noise_multiplier",)
-    assumptions = (
-        "Every loss f(·; ξ) is L-Lipschitz (minimax: jointly in (x, y)) and ℓ-smooth, with the convexity of its "
-        "problem_class (Assumptions 3.1, 3.2, 4.1, 4.2; §4.3 for c-sc).",
-        "Each base-solver run meets the accuracy listed in the plan (solver_accuracy_required), except with "
-        "probability solver_failure_probability; σ does not depend on the solver otherwise.",
-        "Replace-one neighbours; phases use disjoint contiguous blocks (the data order must not depend on the data).",
-        "Only the final iterate is output, but every noisy iterate is accounted as released.",
-    )
-    bounds = (
-        BoundInfo(
-            "Analytic Gaussian of the run (exact GDP composition) + solver-failure δ",
-            "privacy",
-            "Balle & Wang 2018, Thm. 8; seed 002 Lemma A.1 (parallel composition), spec §3.4",
-            ("the solver meets its accuracy except with probability p per run",),
-            "tight",
-        ),
-        BoundInfo(
-            "RDP of the Gaussian releases + solver-failure δ",
-            "privacy",
-            "Mironov 2017; Balle et al. 2020 (conversion); spec §3.4",
-            ("the solver meets its accuracy except with probability p per run",),
-            "rdp",
-        ),
-        BoundInfo(
-            "Printed calibration (classical Gaussian mechanism, Def. 2)",
-            "privacy",
-            f"{SOURCE}, Def. 2, Algorithms 1–5",
-            ("ε < 1 (ε < 2 for sc-sc and c-c)", "solver failure probability ≤ δ/4 (δ/8)"),
-            "paper",
-        ),
-        BoundInfo("Theorem 3.4 and its exact form", "utility", f"{SOURCE}, Theorem 3.4", ("strongly-convex",)),
-        BoundInfo("Theorem 3.7 and the proof's exact sum", "utility", f"{SOURCE}, Theorem 3.7", ("convex",)),
-        BoundInfo("Theorem 4.4 and its exact form", "utility", f"{SOURCE}, Theorem 4.4", ("sc-sc", "interior saddle")),
-        BoundInfo("Theorem 4.8 and the proof's exact sum", "utility", f"{SOURCE}, Theorem 4.8", ("c-c",)),
-        BoundInfo(
-            "Corollary 4.9 as stated, corrected (spec §6.10), and the exact sum",
-            "utility",
-            f"{SOURCE}, Corollary 4.9",
-            ("c-sc", "μ_y ≥ L/(D√n)"),
-        ),
-    )
 
     # -- privacy -------------------------------------------------------------------------------------------------
 

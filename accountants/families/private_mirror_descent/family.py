@@ -8,10 +8,8 @@ from typing import Any
 
 from ...errors import CalibrationError
 from ...events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Cost, Examples, Operation, PrivacyQuery
-from ...mechanisms.pure_composition import (
-    MAX_COMPOSITIONS,
-)
+from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
+from ...mechanisms.pure_composition import MAX_COMPOSITIONS
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
@@ -33,70 +31,11 @@ from .utility import _recommendations, _utility_report
 @register
 class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     id = ALGORITHM_ID
-    examples = Examples.load(__file__, ALGORITHM_ID)
-    title = "Private stochastic mirror descent with vertex sampling (saddle points and SCO on simplices)"
-    summary = (
-        "Entropic mirror descent for stochastic saddle-point problems (and DP-SCO) on simplices or polytopes, "
-        "privatised by releasing only vertices sampled from the iterates: each sample is an exponential mechanism "
-        "(ε₀ = 4ηL₀/B per sample for Algorithm 1 [R]; 10ηL₀/B for Algorithm 3 and 4ηTL₀/B for Algorithm 5 [D]). "
-        "No noise is added: calibration returns the largest stepsize η. Constants tagged [R] are reconstructed, "
-        "[D] derived (the seed text lost every formula)."
-    )
-    source = (
-        f"{SOURCE}: Algorithms 1, 3, 5 [R], Propositions 3.3, 3.17, 4.3 [R/D], Theorems 3.1, 3.14, 4.2 [A/R]; "
-        "Kairouz, Oh & Viswanath 2015 (optimal composition); Cesar & Rogers 2021 (bounded range ⇒ ε²/8-zCDP); "
-        "Balle et al. 2020 (RDP conversion)"
-    )
+    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE, MAX_COMPOSITIONS=MAX_COMPOSITIONS)
     params_model = PrivateMirrorDescentParams
     accountants = ("rdp", "tight", "paper")
     calibrated_parameter = "stepsize"
     noise_fields = ("stepsize",)
-    assumptions = (
-        "Replace-one neighbouring datasets of fixed size n (seed 001 §1.3); disjoint batches, one pass: every record "
-        "enters one gradient.",
-        "‖∇_x f(·; ξ)‖∞ ≤ L₀ and ‖∇_y f(·; ξ)‖∞ ≤ L₀ for every record ξ (the sensitivity rests on it; clip gradient "
-        "coordinates to [−L₀, L₀] otherwise).",
-        "Only the sampled vertices (and post-processings of them, such as their average) are released; the "
-        "iterates x_t, y_t stay hidden. Every sample is accounted (the whole transcript).",
-        "Utility bounds: f(·, ·; ξ) convex–concave (convex for sco), L₀-Lipschitz and L₁-smooth w.r.t. ℓ1 "
-        "(second-order: each ∂_i f is L₂-smooth).",
-    )
-    bounds = (
-        BoundInfo(
-            "Proposition 3.3 via Corollary 3.6 (advanced composition), as printed [R]",
-            "privacy",
-            f"{SOURCE}, Proposition 3.3, Corollary 3.6 (Prop. 3.17 [D] for bias-reduced, Prop. 4.3 [R] for sco)",
-            ("ε ≤ 8 log(1/δ)",),
-            "paper",
-        ),
-        BoundInfo(
-            "RDP: bounded-range zCDP and exact pure-DP RDP per sample",
-            "privacy",
-            "Cesar & Rogers 2021 (ε-BR ⇒ ε²/8-zCDP); Kairouz, Oh & Viswanath 2015 (randomized response dominates "
-            "ε-DP); Balle et al. 2020, Thm. 21 (conversion)",
-            ("always (adaptive composition of the vertex samples)",),
-            "rdp",
-        ),
-        BoundInfo(
-            "Optimal composition of pure ε₀-DP mechanisms",
-            "privacy",
-            "Kairouz, Oh & Viswanath 2015, Thm. 3.3 (valid for adaptive composition)",
-            (f"k ≤ {MAX_COMPOSITIONS:.0e} samples",),
-            "tight",
-        ),
-        BoundInfo(
-            "Explicit gap bound of Algorithm 1 [D]",
-            "utility",
-            f"{SOURCE}, Theorem 3.1 via Lemmas 3.8, 3.11 and Cor. 2.4/2.6; constants derived (spec §4.3)",
-            ("variant first-order or second-order", "convex–concave, L₀-Lipschitz, L₁-smooth (L₂ for second-order)"),
-        ),
-        BoundInfo(
-            "Rates of Theorems 3.1 (5)–(7), 3.14 and 4.2 with unit constants [A/R]",
-            "utility",
-            f"{SOURCE}, Theorems 3.1, 3.14, 4.2; abstract (arXiv 2403.02912)",
-            ("ε ≤ 1 (the theorems' regime)",),
-        ),
-    )
 
     def cost(
         self,

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
@@ -189,55 +189,11 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 @register
 class Nispp(AlgorithmFamily[NisppParams]):
     id = "nispp"
-    examples = Examples.load(__file__, "nispp")
-    title = "Noisy inexact stochastic proximal point (DP monotone VIs and saddle points)"
-    summary = (
-        "Inexact proximal-point steps on batches, each prox point released with Gaussian noise. Single pass "
-        "(disjoint batches, strong gap): one Gaussian per record, exact; multi pass (random batches, weak gap): "
-        "Rényi accounting of K subsampled Gaussians. The sensitivity follows the inner accuracy ν (Prop. 9); the "
-        "paper's calibrations are reported beside, with what they really certify."
-    )
-    source = f"{SOURCE}: Algorithm 2, Propositions 9–10, Theorems 5–7, Corollary 2"
+    card = Card.load(__file__, "nispp", SOURCE=SOURCE)
     params_model = NisppParams
     accountants = ("rdp", "tight", "paper")
     accountant_notes = MappingProxyType({})
     noise_fields = ("noise_multiplier", "noise_std")
-    assumptions = (
-        "Every F_β is monotone, L-Lipschitz and M-bounded on W (class 𝓜¹(L, M)).",
-        "Every subproblem is solved to a strong ν-solution (eq. 5.1); the release w_{k+1} = u_{k+1} + N(0, σ²I) is not "
-        "projected; only the final average is.",
-        "Replace-one neighbours (n is public). Single pass: disjoint batches. Multi pass: batches as `sampling` says.",
-    )
-    bounds = (
-        BoundInfo(
-            "Analytic Gaussian, one release per record",
-            "privacy",
-            "Balle & Wang 2018; seed 000 Prop. 4",
-            ("passes = single",),
-            "tight",
-        ),
-        BoundInfo("Gaussian RDP α/(2z²)", "privacy", "Mironov 2017; seed 000 Prop. 4", ("passes = single",), "rdp"),
-        BoundInfo(
-            "Poisson-subsampled Gaussian, weak triangle inequality",
-            "privacy",
-            "Mironov 2017 Prop. 11; Mironov, Talwar & Zhang 2019",
-            ("passes = multi", "sampling = poisson"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Gaussian on uniformly sampled batches",
-            "privacy",
-            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
-            ("passes = multi", "sampling = uniform"),
-            "rdp",
-        ),
-        BoundInfo("Proposition 10 (paper)", "privacy", f"{SOURCE}, Proposition 10", ("passes = single",), "paper"),
-        BoundInfo("Theorem 7 (paper)", "privacy", f"{SOURCE}, Theorem 7", ("passes = multi",), "paper"),
-        BoundInfo("Sensitivity (Prop. 9)", "privacy", f"{SOURCE}, Proposition 9", ("4M/(λB) if ν ≤ 2M²/(λB²)",)),
-        BoundInfo("Theorem 5", "utility", f"{SOURCE}, Theorem 5 (constant 3)", ("passes = single",)),
-        BoundInfo("Corollary 2", "utility", f"{SOURCE}, Corollary 2 (80, not 40)", ("passes = single",)),
-        BoundInfo("Theorems 6–7", "utility", f"{SOURCE}, Theorems 6–7 (4M, not 2M)", ("passes = multi",)),
-    )
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """The noisy operator evaluations a record is exposed to (:meth:`NoisyReleases.plan`)."""

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
-from ...family import AlgorithmFamily, BoundInfo, CalibrationQuery, Examples, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel, noise_multiplier_param, param
 from ...plans import MechanismPlan
 from ...registry import register
@@ -291,51 +291,11 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 @register
 class Nseg(AlgorithmFamily[NsegParams]):
     id = "nseg"
-    examples = Examples.load(__file__, "nseg")
-    title = "Noisy stochastic extragradient (DP monotone VIs and saddle points)"
-    summary = (
-        "Extragradient with two noisy batch-operator evaluations per step, on disjoint batches (single pass, strong "
-        "gap) or sampled batches (multi pass, weak gap). Single pass: one Gaussian per record, exact; multi pass: "
-        "Rényi accounting of 2T subsampled Gaussians. The paper's Gaussian-mechanism and moments-accountant "
-        "calibrations are reported beside, with what they really certify."
-    )
-    source = f"{SOURCE}: Algorithm 1, Propositions 5 and 7, Theorems 2–4, Corollary 1"
+    card = Card.load(__file__, "nseg", SOURCE=SOURCE)
     params_model = NsegParams
     accountants = ("rdp", "tight", "paper")
     accountant_notes = MappingProxyType({})
     noise_fields = ("noise_multiplier", "noise_std")
-    assumptions = (
-        "Every F_β is monotone, L-Lipschitz and M-bounded on W (class 𝓜¹(L, M)); for a saddle point F_β = "
-        "(∇_x f_β, −∇_y f_β).",
-        "Replace-one neighbours (n is public); every operator evaluation gets fresh N(0, σ²I) noise.",
-        "Single pass: the 2T batches are disjoint. Multi pass: each batch is drawn as `sampling` says.",
-    )
-    bounds = (
-        BoundInfo(
-            "Analytic Gaussian, one release per record", "privacy", "Balle & Wang 2018; seed 000 Prop. 4", ("single",)
-        ),
-        BoundInfo("Gaussian RDP α/(2z²)", "privacy", "Mironov 2017; seed 000 Prop. 4", ("passes = single",), "rdp"),
-        BoundInfo(
-            "Poisson-subsampled Gaussian, weak triangle inequality",
-            "privacy",
-            "Mironov 2017 Prop. 11; Mironov, Talwar & Zhang 2019",
-            ("passes = multi", "sampling = poisson"),
-            "rdp",
-        ),
-        BoundInfo(
-            "Gaussian on uniformly sampled batches",
-            "privacy",
-            "Wang, Balle & Kasiviswanathan 2019, Thm. 27",
-            ("passes = multi", "sampling = uniform"),
-            "rdp",
-        ),
-        BoundInfo("Proposition 5 (paper)", "privacy", f"{SOURCE}, Proposition 5", ("passes = single",), "paper"),
-        BoundInfo("Proposition 7 (paper)", "privacy", f"{SOURCE}, Proposition 7", ("passes = multi",), "paper"),
-        BoundInfo("Theorem 2", "utility", f"{SOURCE}, Theorem 2", ("γ ≤ 1/(√3L)",)),
-        BoundInfo("Theorem 3 (UAS)", "utility", f"{SOURCE}, Theorem 3", ("γ ≤ 1/L", "passes = multi")),
-        BoundInfo("Theorem 4", "utility", f"{SOURCE}, Theorem 4", ("passes = multi",)),
-        BoundInfo("Corollary 1 (rate)", "utility", f"{SOURCE}, Corollary 1", ("passes = single",)),
-    )
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """The noisy operator evaluations a record is exposed to (:meth:`NoisyReleases.plan`)."""
