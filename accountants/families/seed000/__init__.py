@@ -1,8 +1,10 @@
 """Seed 000: the noisy stochastic methods NSEG (``nseg``) and NISPP (``nispp``) and what they share.
 
-Modules: ``releases`` (what a record is exposed to, its plan and the paper's statements), ``fields`` (shared parameter
-fields), ``accounting`` (every accountant and calibration), ``answers`` (reports), ``simulate`` (bilinear games),
-``nseg`` and ``nispp`` (the two families).
+Modules: ``params`` (the parameters both share, :class:`~.params.NoisyViParams`), ``releases`` (what a record is
+exposed to, its plan and the paper's statements), ``accounting`` (every accountant and calibration), ``answers``
+(reports), ``family`` (privacy, calibration and plan written once, :class:`~.family.NoisyViFamily`), ``simulate``
+(bilinear games), ``nseg`` and ``nispp_params`` + ``nispp`` (what each method adds: its parameters, the paper's
+quantities and statements, utility theorems, wording and simulator); ``card.toml`` (their cards).
 
 Both methods add N(0, σ²I) to a quantity computed on a batch (NSEG: a batch-mean operator value; NISPP: the inexact
 prox point) whose replace-one sensitivity is Δ (NSEG 2M/B; NISPP 4M/(λB) or the general-ν form). The noise

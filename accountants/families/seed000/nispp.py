@@ -26,22 +26,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ...errors import ParameterError
-from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
+from ...family import Card
 from ...params import ParamsModel
-from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
     Assumption,
-    CalibrationReport,
     Conventions,
     Noise,
-    PrivacyReport,
     Recommendation,
     Release,
     UtilityBound,
@@ -49,13 +45,11 @@ from ...reports import (
 )
 from ...synthetic.bilinear import BilinearProblem
 from ...verification import Plan, register_simulator
-from .accounting import account, calibrate
-from .answers import calibration_report, finite_bounds, privacy_report
-from .fields import (
-    BilinearProblemSettings,
-    sampling_notes,
-)
+from .answers import finite_bounds
+from .family import CalibratedUtility, NoisyViFamily, Wording
 from .nispp_params import MAX_INNER_ITERATIONS, SOURCE, NisppParams, Setting, paper_statement, setting
+from .params import BilinearProblemSettings, sampling_notes
+from .releases import PaperStatement
 from .simulate import BatchSource, BilinearSimulator
 
 # -- utility (seed 000, Theorems 5–6, Corollary 2) ----------------------------------------------------------------
@@ -187,66 +181,39 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 
 
 @register
-class Nispp(AlgorithmFamily[NisppParams]):
+class Nispp(NoisyViFamily[NisppParams]):
     id = "nispp"
     card = Card.load(__file__, "nispp", SOURCE=SOURCE)
     params_model = NisppParams
-    accountants = ("rdp", "tight", "paper")
-    accountant_notes = MappingProxyType({})
-    noise_fields = ("noise_multiplier", "noise_std")
 
-    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The noisy operator evaluations a record is exposed to (:meth:`NoisyReleases.plan`)."""
-        p: NisppParams = self.parse(params)
-        return p.releases().plan(setting(p).noise_multiplier)
+    def wording(self, p: NisppParams, noise_multiplier: float | None = None) -> Wording:
+        s = setting(p, noise_multiplier)
+        return Wording(s.noise_multiplier, _noise(p, s), _conventions(p), _releases(p, s), tuple(_notes(p, s)))
 
-    def _privacy(self, query: PrivacyQuery[NisppParams]) -> PrivacyReport:
-        p, delta, accountant = query.params, query.delta, query.accountant
-        s = setting(p)
-        answer = account(
-            p.releases(), s.noise_multiplier, delta, paper_statement(p), accountant, query.orders, query.refine
-        )
-        return privacy_report(self.id, answer, delta, _noise(p, s), _conventions(p), _releases(p, s), _notes(p, s))
+    def paper(self, p: NisppParams) -> PaperStatement:
+        return paper_statement(p)
 
-    def _calibrate(self, query: CalibrationQuery[NisppParams]) -> CalibrationReport:
-        p, target_epsilon, delta, accountant = query.params, query.target_epsilon, query.delta, query.accountant
-        ignored: list[str] = []
-        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, query.orders)
-        s = setting(p, answer.noise_multiplier)
-        utility: UtilityReport | None = None
-        reason = None
+    def calibrated_utility(
+        self, p: NisppParams, noise_multiplier: float, target: float, delta: float
+    ) -> CalibratedUtility:
+        s = setting(p, noise_multiplier)
         try:
-            bounds = finite_bounds(lambda: utility_bounds(p, s) + rate_bounds(p, target_epsilon, delta), _SCALES)
-            utility = UtilityReport(self.id, tuple(bounds), None, s.applied)
+            bounds = finite_bounds(lambda: utility_bounds(p, s) + rate_bounds(p, target, delta), _SCALES)
         except ParameterError as error:
-            reason = str(error)
-        return calibration_report(
-            self.id,
-            answer,
-            target_epsilon,
-            delta,
-            _noise(p, s),
-            _conventions(p),
-            _releases(p, s),
-            utility,
-            paper,
-            s.applied + tuple(r for r in _advice(p, target_epsilon, delta) if (r.name, r.value) not in _shown(s)),
-            ignored + _notes(p, s),
-            reason,
-        )
+            return CalibratedUtility(None, str(error), s.applied)
+        return CalibratedUtility(UtilityReport(self.id, tuple(bounds), None, s.applied), None, s.applied)
 
-    def utility(self, params: Mapping[str, Any] | NisppParams) -> UtilityReport:
-        p: NisppParams = self.parse(params)
+    def advice(self, p: NisppParams, epsilon: float, delta: float) -> list[Recommendation]:
+        return _advice(p, epsilon, delta)
+
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        p = self.parse(params)
         s = setting(p)
         bounds = finite_bounds(lambda: utility_bounds(p, s), _SCALES)
         return UtilityReport(self.id, tuple(bounds), None, s.applied)
 
 
 _SCALES = "lipschitz, smoothness, diameter, regularization and the noise"
-
-
-def _shown(s: Setting) -> set[tuple[str, Any]]:
-    return {(r.name, r.value) for r in s.applied}
 
 
 def _advice(p: NisppParams, epsilon: float, delta: float) -> list[Recommendation]:

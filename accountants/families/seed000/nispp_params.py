@@ -8,32 +8,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...errors import FieldIssue, ParameterError
-from ...params import ParamsModel, noise_multiplier_param, param
+from ...params import MAX_COUNT, noise_multiplier_param, param
 from ...reports import (
     Recommendation,
 )
 from .answers import resolve_multiplier
-from .fields import (
-    MAX_COUNT,
-    MAX_STEPS,
-    common_issues,
-    dataset_size_field,
-    diameter_field,
-    dimension_field,
-    lipschitz_field,
-    sampling_field,
-    smoothness_field,
-)
+from .params import MAX_STEPS, SOURCE, NoisyViParams, common_issues
 from .releases import NoisyReleases, PaperStatement, gaussian_mechanism_statement, moments_statement
 
 MAX_INNER_ITERATIONS = 10_000
-SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
 
 
-class NisppParams(ParamsModel):
+class NisppParams(NoisyViParams):
     """Hyperparameters of NISPP (seed 000, Algorithm 2)."""
 
-    dataset_size: int = dataset_size_field()
     batch_size: int = param(symbol="B", unit="records", example=22, ge=1, le=MAX_COUNT)
     """Records per iteration (the expected number under Poisson sampling)."""
     passes: Literal["single", "multi"] = param(example="single", default="single")
@@ -42,11 +30,6 @@ class NisppParams(ParamsModel):
     steps: int | None = param(symbol="K", unit="iterations", example=454, default=None, ge=1, le=MAX_STEPS)
     """Iterations K (each solves one proximal subproblem and makes one noisy release). Default: ⌊n/B⌋ (single pass), n
     (multi pass)."""
-    sampling: Literal["poisson", "uniform"] = sampling_field()
-    lipschitz: float = lipschitz_field()
-    smoothness: float = smoothness_field()
-    diameter: float = diameter_field()
-    dimension: int = dimension_field()
     regularization: float | None = param(
         symbol="λ", unit="operator units per parameter unit", example=10.7, gt=0, le=1e12, default=None
     )

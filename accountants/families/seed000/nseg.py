@@ -27,22 +27,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
-from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
-from ...params import ParamsModel, noise_multiplier_param, param
-from ...plans import MechanismPlan
+from ...family import Card
+from ...params import MAX_COUNT, ParamsModel, noise_multiplier_param, param
 from ...registry import register
 from ...reports import (
     Assumption,
-    CalibrationReport,
     Conventions,
     Noise,
-    PrivacyReport,
     Recommendation,
     Release,
     UtilityBound,
@@ -50,31 +46,16 @@ from ...reports import (
 )
 from ...synthetic.bilinear import BilinearProblem
 from ...verification import Plan, register_simulator
-from .accounting import account, calibrate
-from .answers import calibration_report, finite_bounds, privacy_report, resolve_multiplier
-from .fields import (
-    MAX_COUNT,
-    MAX_STEPS,
-    BilinearProblemSettings,
-    common_issues,
-    dataset_size_field,
-    diameter_field,
-    dimension_field,
-    lipschitz_field,
-    sampling_field,
-    sampling_notes,
-    smoothness_field,
-)
+from .answers import finite_bounds, resolve_multiplier
+from .family import CalibratedUtility, NoisyViFamily, Wording
+from .params import MAX_STEPS, SOURCE, BilinearProblemSettings, NoisyViParams, common_issues, sampling_notes
 from .releases import NoisyReleases, PaperStatement, gaussian_mechanism_statement, moments_statement
 from .simulate import BatchSource, BilinearSimulator
 
-SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
 
-
-class NsegParams(ParamsModel):
+class NsegParams(NoisyViParams):
     """Hyperparameters of NSEG (seed 000, Algorithm 1)."""
 
-    dataset_size: int = dataset_size_field()
     batch_size: int = param(symbol="B", unit="records", example=10, ge=1, le=MAX_COUNT)
     """Records per operator evaluation (the expected number under Poisson sampling)."""
     passes: Literal["single", "multi"] = param(example="single", default="single")
@@ -82,11 +63,6 @@ class NsegParams(ParamsModel):
     at every evaluation (the paper's T = n² with B = 1; Prop. 7, Theorem 4)."""
     steps: int | None = param(symbol="T", unit="steps", example=500, default=None, ge=1, le=MAX_STEPS)
     """Iterations T, each with two noisy operator evaluations. Default: ⌊n/(2B)⌋ (single pass), n² (multi pass)."""
-    sampling: Literal["poisson", "uniform"] = sampling_field()
-    lipschitz: float = lipschitz_field()
-    smoothness: float = smoothness_field()
-    diameter: float = diameter_field()
-    dimension: int = dimension_field()
     stepsize: float | None = param(
         symbol="γ", unit="parameter units per operator unit", example=0.0062, gt=0, le=1e12, default=None
     )
@@ -289,64 +265,37 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 
 
 @register
-class Nseg(AlgorithmFamily[NsegParams]):
+class Nseg(NoisyViFamily[NsegParams]):
     id = "nseg"
     card = Card.load(__file__, "nseg", SOURCE=SOURCE)
     params_model = NsegParams
-    accountants = ("rdp", "tight", "paper")
-    accountant_notes = MappingProxyType({})
-    noise_fields = ("noise_multiplier", "noise_std")
 
-    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The noisy operator evaluations a record is exposed to (:meth:`NoisyReleases.plan`)."""
-        p: NsegParams = self.parse(params)
-        return p.releases().plan(resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity))
+    def wording(self, p: NsegParams, noise_multiplier: float | None = None) -> Wording:
+        z = noise_multiplier
+        if z is None:
+            z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
+        return Wording(z, _noise(p, z), _conventions(p), _releases(p, z), tuple(_notes(p)))
 
-    def _privacy(self, query: PrivacyQuery[NsegParams]) -> PrivacyReport:
-        p, delta, accountant = query.params, query.delta, query.accountant
-        z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
-        answer = account(p.releases(), z, delta, paper_statement(p), accountant, query.orders, query.refine)
-        return privacy_report(self.id, answer, delta, _noise(p, z), _conventions(p), _releases(p, z), _notes(p))
+    def paper(self, p: NsegParams) -> PaperStatement:
+        return paper_statement(p)
 
-    def _calibrate(self, query: CalibrationQuery[NsegParams]) -> CalibrationReport:
-        p, target_epsilon, delta, accountant = query.params, query.target_epsilon, query.delta, query.accountant
-        notes = list(_notes(p))
-        answer, paper = calibrate(p.releases(), target_epsilon, delta, paper_statement(p), accountant, query.orders)
-        z = answer.noise_multiplier
-        sigma = z * p.sensitivity
-        utility: UtilityReport | None = None
-        reason = None
+    def calibrated_utility(
+        self, p: NsegParams, noise_multiplier: float, target: float, delta: float
+    ) -> CalibratedUtility:
+        sigma = noise_multiplier * p.sensitivity
         applied: list[Recommendation] = []
         try:
             gamma, applied = _stepsize(p, sigma)
-            bounds = finite_bounds(
-                lambda: utility_bounds(p, sigma, gamma) + rate_bounds(p, target_epsilon, delta), _SCALES
-            )
-            utility = UtilityReport(self.id, tuple(bounds), None, tuple(applied))
+            bounds = finite_bounds(lambda: utility_bounds(p, sigma, gamma) + rate_bounds(p, target, delta), _SCALES)
         except ParameterError as error:
-            reason = str(error)
-        advice = [
-            r
-            for r in _advice(p, target_epsilon, delta)
-            if (r.name, r.value) not in {(a.name, a.value) for a in applied}
-        ]
-        return calibration_report(
-            self.id,
-            answer,
-            target_epsilon,
-            delta,
-            _noise(p, z),
-            _conventions(p),
-            _releases(p, z),
-            utility,
-            paper,
-            tuple(applied) + tuple(advice),
-            notes,
-            reason,
-        )
+            return CalibratedUtility(None, str(error), tuple(applied))
+        return CalibratedUtility(UtilityReport(self.id, tuple(bounds), None, tuple(applied)), None, tuple(applied))
 
-    def utility(self, params: Mapping[str, Any] | NsegParams) -> UtilityReport:
-        p: NsegParams = self.parse(params)
+    def advice(self, p: NsegParams, epsilon: float, delta: float) -> list[Recommendation]:
+        return _advice(p, epsilon, delta)
+
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        p = self.parse(params)
         z = resolve_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
         sigma = z * p.sensitivity
         gamma, recommended = _stepsize(p, sigma)

@@ -11,14 +11,13 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
-from ...params import ParamsModel
 from ...synthetic.bilinear import BilinearProblem
 from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores
-from .fields import BilinearProblemSettings
+from .params import BilinearProblemSettings, NoisyViParams
 
 # -- simulation on bilinear saddle points ------------------------------------------------------------------------------
 
-S = TypeVar("S", bound=ParamsModel)
+S = TypeVar("S", bound=NoisyViParams)
 """The parameter model of NSEG or NISPP."""
 
 MAX_SIMULATED_DIMENSION = 64
