@@ -284,3 +284,14 @@ def linear_rdp_for_epsilon(epsilon: float, delta: float) -> float:
     while excess(root) > 0.0:
         root = math.nextafter(root, -math.inf)
     return math.exp(root)
+
+
+def noise_for_linear_rdp(coefficient: float, epsilon: float, delta: float) -> float:
+    """Smallest multiplier z whose curve ε(α) = (coefficient/z²)·α converts to at most ``epsilon`` at ``delta``.
+
+    z = √(coefficient/ρ) for the largest admissible ρ (:func:`linear_rdp_for_epsilon`), then moved up ulp by ulp
+    until the rounded z itself meets the target (one-sided, like every calibration)."""
+    z = math.sqrt(coefficient / linear_rdp_for_epsilon(epsilon, delta))
+    while epsilon_for_linear_rdp(coefficient / (z * z), delta)[0] > epsilon:
+        z = math.nextafter(z, math.inf)
+    return z

@@ -27,6 +27,7 @@ from .params import ParamsModel
 from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
+    Accounted,
     CalibrationReport,
     Conventions,
     Noise,
@@ -84,17 +85,9 @@ class PlannedFamily(AlgorithmFamily[P]):
         if not math.isfinite(answer.conversion.value):
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
         chosen = choose_accountant(answer.results, query.accountant, supported=self.supported_accountants())
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # chosen results are applicable: ε is set
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=answer.conversion.optimal_order,
-            rdp=answer.curve,
-            accountants=answer.results,
-            noise=self.noise(p, value),
-            conventions=self.conventions(p, plan),
-            warnings=answer.conversion.warnings,
+        accounted = Accounted(answer.results, chosen, d, answer.conversion.optimal_order, answer.curve)
+        return accounted.privacy(
+            self.id, self.noise(p, value), self.conventions(p, plan), warnings=answer.conversion.warnings
         )
 
     def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
@@ -107,30 +100,21 @@ class PlannedFamily(AlgorithmFamily[P]):
         chosen = choose_accountant(
             results, query.accountant, key="calibrated_value", largest=not self.knob.larger_is_more_private
         )
-        value = float(chosen.calibrated_value)  # type: ignore[arg-type]  # set on every applicable result
+        value = chosen.calibrated_value
+        assert value is not None  # set on every applicable calibration result
         plan = plan_at(self.knob.as_noise(value))
         conversion = account_plan(plan, d, "rdp", grid).conversion
-        noise = self.noise(p, value)
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=value if self.knob.field == "noise_multiplier" else None,
-            noise_std=None if noise is None else noise.noise_std,
-            epsilon=float(chosen.epsilon),  # type: ignore[arg-type]  # set on every applicable result
-            accountant=chosen.name,
-            optimal_order=conversion.optimal_order,
-            rdp=rdp_curve(conversion),
-            accountants=results,
-            noise=noise,
-            conventions=self.conventions(p, plan),
-            utility=None,
-            utility_reason=f"{self.id} states no utility theorem",
-            paper=None,
-            paper_reason=f"{self.id} has no paper calibration of its own",
+        accounted = Accounted(results, chosen, d, conversion.optimal_order, rdp_curve(conversion))
+        return accounted.calibration(
+            self.id,
+            self.noise(p, value),
+            self.conventions(p, plan),
+            target,
+            value,
             calibrated_parameter=self.knob.field,
-            calibrated_value=value,
             warnings=conversion.warnings,
+            utility_reason=f"{self.id} states no utility theorem",
+            paper_reason=f"{self.id} has no paper calibration of its own",
         )
 
     def _knob_value(self, p: P) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .errors import UnsupportedAccountantError
 
@@ -229,8 +229,11 @@ class PaperCalibration:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class PrivacyReport:
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What every privacy answer holds: ε at δ from the chosen accountant, every accountant's answer, the Rényi
+    curve, the noise in both units and the conventions behind the number."""
+
     algorithm: str
     epsilon: float
     delta: float
@@ -241,35 +244,111 @@ class PrivacyReport:
     noise: Noise | None
     """None where the privacy knob is not a noise scale (the conventions say what it is)."""
     conventions: Conventions
-    warnings: tuple[str, ...] = field(default=())
-    bounds: tuple[BoundResult, ...] = field(default=())
-    releases: tuple[Release, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
+    bounds: tuple[BoundResult, ...] = ()
+    releases: tuple[Release, ...] = ()
     """The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."""
 
 
-@dataclass(frozen=True)
-class CalibrationReport:
-    algorithm: str
+@dataclass(frozen=True, kw_only=True)
+class PrivacyReport(Answer):
+    """ε at δ for given hyperparameters, the privacy knob included."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationReport(Answer):
+    """The privacy knob that meets a target ε at δ, and the answer at it."""
+
     target_epsilon: float
-    delta: float
     noise_multiplier: float | None
     """None where the calibrated parameter is not a noise scale (see ``calibrated_parameter``)."""
     noise_std: float | None
-    epsilon: float
-    accountant: str
-    optimal_order: float | None
-    rdp: RdpCurve | None
-    accountants: tuple[AccountantResult, ...]
-    noise: Noise | None
-    conventions: Conventions
     utility: UtilityReport | None
     utility_reason: str | None
     paper: PaperCalibration | None
     paper_reason: str | None
     calibrated_parameter: str
     calibrated_value: float
-    warnings: tuple[str, ...] = field(default=())
-    bounds: tuple[BoundResult, ...] = field(default=())
-    releases: tuple[Release, ...] = field(default=())
-    recommended: tuple[Recommendation, ...] = field(default=())
+    recommended: tuple[Recommendation, ...] = ()
     """Hyperparameters recommended for this target (by the paper or dpcal), with their rules."""
+
+
+@dataclass(frozen=True)
+class Accounted:
+    """Every accountant's answer for one configuration at δ, the one that answers the request, and the Rényi curve
+    shown with it: what a :class:`PrivacyReport` or :class:`CalibrationReport` is assembled from."""
+
+    results: tuple[AccountantResult, ...]
+    chosen: AccountantResult
+    delta: float
+    optimal_order: float | None
+    rdp: RdpCurve | None
+
+    @property
+    def epsilon(self) -> float:
+        epsilon = self.chosen.epsilon
+        if epsilon is None:
+            raise ValueError(f"accountant {self.chosen.name} was chosen but has no ε")
+        return epsilon
+
+    def privacy(
+        self,
+        algorithm: str,
+        noise: Noise | None,
+        conventions: Conventions,
+        *,
+        warnings: Sequence[str] = (),
+        bounds: Sequence[BoundResult] = (),
+        releases: Sequence[Release] = (),
+    ) -> PrivacyReport:
+        """The privacy answer of ``algorithm``."""
+        return PrivacyReport(
+            algorithm=algorithm,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            accountant=self.chosen.name,
+            optimal_order=self.optimal_order,
+            rdp=self.rdp,
+            accountants=self.results,
+            noise=noise,
+            conventions=conventions,
+            warnings=tuple(warnings),
+            bounds=tuple(bounds),
+            releases=tuple(releases),
+        )
+
+    def calibration(
+        self,
+        algorithm: str,
+        noise: Noise | None,
+        conventions: Conventions,
+        target_epsilon: float,
+        calibrated_value: float,
+        *,
+        calibrated_parameter: str = "noise_multiplier",
+        noise_std: float | None = None,
+        warnings: Sequence[str] = (),
+        bounds: Sequence[BoundResult] = (),
+        releases: Sequence[Release] = (),
+        utility: UtilityReport | None = None,
+        utility_reason: str | None = None,
+        paper: PaperCalibration | None = None,
+        paper_reason: str | None = None,
+        recommended: Sequence[Recommendation] = (),
+    ) -> CalibrationReport:
+        """The calibration answer of ``algorithm``: the knob's value for the target and what the calibration adds
+        (utility at the knob, the paper's own calibration, advice). ``noise_std`` defaults to ``noise``'s."""
+        answer = self.privacy(algorithm, noise, conventions, warnings=warnings, bounds=bounds, releases=releases)
+        return CalibrationReport(
+            **{f.name: getattr(answer, f.name) for f in fields(Answer)},
+            target_epsilon=target_epsilon,
+            noise_multiplier=calibrated_value if calibrated_parameter == "noise_multiplier" else None,
+            noise_std=noise_std if noise_std is not None or noise is None else noise.noise_std,
+            utility=utility,
+            utility_reason=utility_reason,
+            paper=paper,
+            paper_reason=paper_reason,
+            calibrated_parameter=calibrated_parameter,
+            calibrated_value=calibrated_value,
+            recommended=tuple(recommended),
+        )

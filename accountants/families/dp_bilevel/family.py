@@ -13,6 +13,7 @@ from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
+    Accounted,
     CalibrationReport,
     PrivacyReport,
     UtilityReport,
@@ -71,16 +72,13 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
         warnings = list(conversion.warnings if conversion is not None else ()) + _notes(p)
         if not chain.valid:
             warnings.append("the paper's chain does not apply at this noise: " + "; ".join(chain.problems))
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=next((r.optimal_order for r in results if r.name == "rdp"), None),
-            rdp=curve,
-            accountants=tuple(results),
-            noise=_noise(p, z, z_in),
-            conventions=_conventions(p, z_in),
+        accounted = Accounted(
+            tuple(results), chosen, d, next((r.optimal_order for r in results if r.name == "rdp"), None), curve
+        )
+        return accounted.privacy(
+            self.id,
+            _noise(p, z, z_in),
+            _conventions(p, z_in),
             warnings=tuple(warnings),
             releases=_releases(p, z, z_in, chain),
         )
@@ -119,28 +117,20 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
         paper = _paper_calibration(p, target, d, printed, corrected)
         notes.extend(_split_warnings(p, target, d, printed, corrected, paper))
         utility = self.utility(calibrated.model_copy(update={"epsilon": min(max(target, 1e-12), 1e4)}))
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=z,
-            noise_std=z * mechanisms(p)[2].sensitivity,  # type: ignore[operator]
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            accountant=chosen.name,
-            optimal_order=chosen.optimal_order,
-            rdp=report.rdp,
-            accountants=tuple(results),
-            noise=report.noise,
-            conventions=report.conventions,
+        accounted = Accounted(tuple(results), chosen, d, chosen.optimal_order, report.rdp)
+        return accounted.calibration(
+            self.id,
+            report.noise,
+            report.conventions,
+            target,
+            z,
+            noise_std=z * mechanisms(p)[2].sensitivity,
             utility=utility,
             utility_reason=None if utility.bounds else utility.reason,
             paper=paper,
-            paper_reason=None,
-            calibrated_parameter="noise_multiplier",
-            calibrated_value=z,  # type: ignore[arg-type]
+            recommended=utility.recommended,
             warnings=tuple(notes + [w for w in report.warnings if w not in notes]),
             releases=report.releases,
-            recommended=utility.recommended,
         )
 
     # -- utility ---------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
     AccountantResult,
+    Accounted,
     CalibrationReport,
     PrivacyReport,
     UtilityReport,
@@ -75,17 +76,9 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
 
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=chosen.epsilon,
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=conversion.optimal_order,
-            rdp=_curve(conversion),
-            accountants=tuple(results),
-            noise=_noise(p, z),
-            conventions=_conventions(p, steps, rule),
-            warnings=tuple(warnings + _notes(p)),
+        accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
+        return accounted.privacy(
+            self.id, _noise(p, z), _conventions(p, steps, rule), warnings=tuple(warnings + _notes(p))
         )
 
     # -- calibration -----------------------------------------------------------------------------------------------
@@ -130,24 +123,15 @@ def _calibrate_cached(
     chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
     z = chosen.noise_multiplier
     conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
-    return CalibrationReport(
-        algorithm=family.id,
-        target_epsilon=target,
-        delta=d,
-        noise_multiplier=z,
+    accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
+    return accounted.calibration(
+        family.id,
+        _noise(p, z),
+        _conventions(p, steps, rule),
+        target,
+        z,
         noise_std=z * p.sensitivity,
-        epsilon=chosen.epsilon,
-        accountant=chosen.name,
-        optimal_order=conversion.optimal_order,
-        rdp=_curve(conversion),
-        accountants=tuple(results),
-        noise=_noise(p, z),
-        conventions=_conventions(p, steps, rule),
-        utility=None,
         utility_reason=_UTILITY_REASON,
-        paper=None,
         paper_reason=_PAPER_REASON,
-        calibrated_parameter="noise_multiplier",
-        calibrated_value=z,
         warnings=conversion.warnings + tuple(_notes(p)),
     )

@@ -7,18 +7,21 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon
+import numpy as np
+
+from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...registry import register
 from ...reports import (
     AccountantResult,
+    Accounted,
     CalibrationReport,
     PrivacyReport,
     RdpCurve,
     UtilityReport,
 )
-from .bounds import bounds_for
+from .bounds import LinearBound, bounds_for
 from .paper import corollary_c2
 from .params import ALGORITHM_ID, SOURCE, LastIterateParams, _steps
 from .text import _METHOD, _best, _bound_results, _conventions, _noise, _noise_multiplier, _order, _sigma, _warnings
@@ -54,72 +57,69 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         steps, rule = _steps(p)
         found = bounds_for(p, steps)
         best = _best(found)
-        rho = best.coefficient / (z * z)  # type: ignore[operator]
-        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
-        if not math.isfinite(epsilon):
+        accounted, _ = _accounted(best, z, d, grid)
+        if not math.isfinite(accounted.epsilon):
             raise ParameterError.single("noise_multiplier", "is too small for a finite ε bound", "a larger value")
-        results = [
-            AccountantResult("rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha)),
-            AccountantResult("tight", False, reason=_TIGHT_REASON),
-            AccountantResult("paper", False, reason=_PAPER_REASON),
-        ]
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=epsilon,
-            delta=d,
-            accountant="rdp",
-            optimal_order=_order(alpha),
-            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
-            accountants=tuple(results),
-            noise=_noise(p, z),
-            conventions=_conventions(p, steps, rule),
-            warnings=tuple(_warnings(p, found, best)),
-            bounds=tuple(_bound_results(found, best, z, d, grid)),
+        return accounted.privacy(
+            self.id,
+            _noise(p, z),
+            _conventions(p, steps, rule),
+            warnings=_warnings(p, found, best),
+            bounds=_bound_results(found, best, z, d, grid),
         )
 
     def _calibrate(self, query: CalibrationQuery[LastIterateParams]) -> CalibrationReport:
         p, target, d, grid = query.params, query.target_epsilon, query.delta, query.grid
-        notes: list[str] = []
         steps, rule = _steps(p)
         found = bounds_for(p, steps)
         best = _best(found)
-        # every bound is K·α/z²: solve the conversion for ρ exactly, then z = √(K/ρ), checked one-sided
-        rho_target = linear_rdp_for_epsilon(target, d)
-        z = math.sqrt(best.coefficient / rho_target)  # type: ignore[operator]
-        while epsilon_for_linear_rdp(best.coefficient / (z * z), d)[0] > target:  # type: ignore[operator]
-            z = math.nextafter(z, math.inf)
-        rho = best.coefficient / (z * z)  # type: ignore[operator]
-        epsilon, alpha = epsilon_for_linear_rdp(rho, d)
-        results = [
-            AccountantResult(
-                "rdp", True, epsilon, "certified upper bound", _METHOD, optimal_order=_order(alpha), noise_multiplier=z
-            ),
-            AccountantResult("tight", False, reason=_TIGHT_REASON),
-            AccountantResult("paper", False, reason=_PAPER_REASON),
-        ]
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=z,
+        # every bound is K·α/z²: the conversion is solved for z exactly (one-sided)
+        z = noise_for_linear_rdp(_coefficient(best), target, d)
+        accounted, alpha = _accounted(best, z, d, grid, calibrated=True)
+        rho = _coefficient(best) / (z * z)
+        return accounted.calibration(
+            self.id,
+            _noise(p, z),
+            _conventions(p, steps, rule),
+            target,
+            z,
             noise_std=_sigma(p, z),
-            epsilon=epsilon,
-            accountant="rdp",
-            optimal_order=_order(alpha),
-            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(best.name for _ in grid)),
-            accountants=tuple(results),
-            noise=_noise(p, z),
-            conventions=_conventions(p, steps, rule),
-            utility=None,
+            warnings=_warnings(p, found, best),
+            bounds=_bound_results(found, best, z, d, grid),
             utility_reason=_UTILITY_REASON,
             paper=corollary_c2(p, steps, alpha, rho * alpha, d),
-            paper_reason=None,
-            calibrated_parameter="noise_multiplier",
-            calibrated_value=z,
-            warnings=tuple(notes + _warnings(p, found, best)),
-            bounds=tuple(_bound_results(found, best, z, d, grid)),
         )
 
     def utility(self, params: Mapping[str, Any] | LastIterateParams) -> UtilityReport:
         self.parse(params)
         return UtilityReport(self.id, (), _UTILITY_REASON)
+
+
+def _coefficient(bound: LinearBound) -> float:
+    """K of the bound's curve Kα/z² (the chosen bound always has one)."""
+    assert bound.coefficient is not None
+    return bound.coefficient
+
+
+def _accounted(
+    bound: LinearBound, z: float, delta: float, grid: np.ndarray, calibrated: bool = False
+) -> tuple[Accounted, float]:
+    """The rdp answer of the chosen bound at multiplier z (the only accountant that applies), and its optimal order."""
+    rho = _coefficient(bound) / (z * z)
+    epsilon, alpha = epsilon_for_linear_rdp(rho, delta)
+    rdp = AccountantResult(
+        "rdp",
+        True,
+        epsilon,
+        "certified upper bound",
+        _METHOD,
+        optimal_order=_order(alpha),
+        noise_multiplier=z if calibrated else None,
+    )
+    results = (
+        rdp,
+        AccountantResult("tight", False, reason=_TIGHT_REASON),
+        AccountantResult("paper", False, reason=_PAPER_REASON),
+    )
+    curve = RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(bound.name for _ in grid))
+    return Accounted(results, rdp, delta, _order(alpha), curve), alpha

@@ -15,6 +15,7 @@ from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
     AccountantResult,
+    Accounted,
     CalibrationReport,
     PaperCalibration,
     PrivacyReport,
@@ -86,16 +87,13 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         paper = results[2]
         if not paper.applicable:
             warnings.append(f"paper accountant not applicable: {paper.reason}")
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=_order(alpha),
-            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist())),
-            accountants=tuple(results),
-            noise=_noise(mech),
-            conventions=_conventions(mech),
+        accounted = Accounted(
+            tuple(results), chosen, d, _order(alpha), RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
+        )
+        return accounted.privacy(
+            self.id,
+            _noise(mech),
+            _conventions(mech),
             warnings=tuple(warnings),
             releases=_release_objects(mech, probability, paper_failure_probability(cls, d)),
         )
@@ -171,28 +169,21 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
                     True,
                 ),
             )
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=z,
+        accounted = Accounted(
+            tuple(results), chosen, d, _order(alpha), RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
+        )
+        return accounted.calibration(
+            self.id,
+            _noise(mech),
+            _conventions(mech),
+            target,
+            z,
             noise_std=_noise(mech).noise_std,
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            accountant=chosen.name,
-            optimal_order=_order(alpha),
-            rdp=RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist())),
-            accountants=tuple(results),
-            noise=_noise(mech),
-            conventions=_conventions(mech),
             utility=utility,
-            utility_reason=None,
             paper=paper,
-            paper_reason=None,
-            calibrated_parameter="noise_multiplier",
-            calibrated_value=z,
+            recommended=recommended,
             warnings=tuple(warnings),
             releases=_release_objects(mech, probability, paper_failure_probability(cls, d)),
-            recommended=recommended,
         )
 
     def _paper_calibration(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ...conversions import epsilon_for_linear_rdp, linear_rdp_for_epsilon
+from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
 from ...reports import (
     AccountantResult,
@@ -125,12 +125,9 @@ def _paper_result(
 def _rdp_calibration(target: float, gaussian_delta: float, releases: int) -> AccountantResult:
     """The smallest z whose curve ε(α) = cα/(2z²) converts to ≤ target at δ − δ_fail (exact inversion, one-sided)."""
     try:
-        rho_target = linear_rdp_for_epsilon(target, gaussian_delta)
+        z = noise_for_linear_rdp(releases / 2.0, target, gaussian_delta)
     except ValueError:  # the shared inversion fails for targets far below machine range (e.g. 1e-300)
         return AccountantResult("rdp", False, reason="the RDP conversion cannot be inverted at this target numerically")
-    z = math.sqrt(releases / (2.0 * rho_target))
-    while epsilon_for_linear_rdp(releases / (2.0 * z * z), gaussian_delta)[0] > target:
-        z = math.nextafter(z, math.inf)
     eps, alpha = epsilon_for_linear_rdp(releases / (2.0 * z * z), gaussian_delta)
     return AccountantResult(
         "rdp", True, eps, "certified upper bound", _RDP_METHOD, optimal_order=_order(alpha), noise_multiplier=z

@@ -14,6 +14,7 @@ from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
+    Accounted,
     CalibrationReport,
     PrivacyReport,
     UtilityReport,
@@ -69,16 +70,11 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
         acc = account(sched, eta, d, grid, refine, tight=accountant != "rdp")
         results = _results(sched, acc, d)
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
-        return PrivacyReport(
-            algorithm=self.id,
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            delta=d,
-            accountant=chosen.name,
-            optimal_order=_order(acc.rdp),
-            rdp=_curve(sched, eta, acc.rdp),
-            accountants=tuple(results),
-            noise=None,
-            conventions=_conventions(sched),
+        accounted = Accounted(tuple(results), chosen, d, _order(acc.rdp), _curve(sched, eta, acc.rdp))
+        return accounted.privacy(
+            self.id,
+            None,
+            _conventions(sched),
             warnings=tuple(_warnings(p, sched, acc, d)),
             bounds=tuple(_bound_results(sched, eta, d, acc, chosen.name)),
             releases=tuple(_releases(sched, eta)),
@@ -104,29 +100,21 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
         assert eta is not None
         acc = account(sched, eta, d, grid, True, with_tight)
         recommended = _recommendations(p, sched, eta, target, d)
-        return CalibrationReport(
-            algorithm=self.id,
-            target_epsilon=target,
-            delta=d,
-            noise_multiplier=None,
-            noise_std=None,
-            epsilon=chosen.epsilon,  # type: ignore[arg-type]
-            accountant=chosen.name,
-            optimal_order=_order(acc.rdp),
-            rdp=_curve(sched, eta, acc.rdp),
-            accountants=tuple(results),
-            noise=None,
-            conventions=_conventions(sched),
-            utility=_utility_report(p, sched, eta, target, d, recommended),
-            utility_reason=None,
-            paper=_paper_calibration(sched, target, d, grid, with_tight),
-            paper_reason=None,
+        accounted = Accounted(tuple(results), chosen, d, _order(acc.rdp), _curve(sched, eta, acc.rdp))
+        return accounted.calibration(
+            self.id,
+            None,
+            _conventions(sched),
+            target,
+            eta,
             calibrated_parameter="stepsize",
-            calibrated_value=eta,
+            noise_std=None,
+            utility=_utility_report(p, sched, eta, target, d, recommended),
+            paper=_paper_calibration(sched, target, d, grid, with_tight),
+            recommended=tuple(recommended),
             warnings=tuple(notes + _warnings(p, sched, acc, d)),
             bounds=tuple(_bound_results(sched, eta, d, acc, chosen.name)),
             releases=tuple(_releases(sched, eta)),
-            recommended=tuple(recommended),
         )
 
     # -- utility ------------------------------------------------------------------------------------------------------

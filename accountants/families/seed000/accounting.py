@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,11 +11,12 @@ import numpy as np
 
 from ... import validation as check
 from ...calibration import calibrate_rdp
-from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon, order_grid
+from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp, noise_for_linear_rdp, order_grid
 from ...errors import ParameterError
 from ...mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
 from ...reports import (
     AccountantResult,
+    Accounted,
     Assumption,
     BoundResult,
     Guarantee,
@@ -32,11 +34,8 @@ class Accounting:
     """Every accountant's answer at one noise multiplier, and the chosen one."""
 
     noise_multiplier: float
-    epsilon: float
-    accountant: str
-    optimal_order: float | None
-    curve: RdpCurve
-    results: tuple[AccountantResult, ...]
+    accounted: Accounted
+    """Every accountant's answer at the multiplier and the chosen one."""
     bounds: tuple[BoundResult, ...]
     warnings: tuple[str, ...]
     certified: float
@@ -131,13 +130,10 @@ def account(
         for b, values, e in zip(bounds, bound_curves, bound_eps, strict=True)
     )
     warnings = list(_paper_warnings(paper, claimed, certified, valid, d))
+    curve = RdpCurve(tuple(grid.tolist()), tuple(float(v) for v in curve_values))
     return Accounting(
         noise_multiplier=z,
-        epsilon=chosen.epsilon,  # type: ignore[arg-type]
-        accountant=chosen.name,
-        optimal_order=rdp_order if chosen.name == "rdp" else None,
-        curve=RdpCurve(tuple(grid.tolist()), tuple(float(v) for v in curve_values)),
-        results=tuple(results),
+        accounted=Accounted(tuple(results), chosen, d, rdp_order if chosen.name == "rdp" else None, curve),
         bounds=bound_results,
         warnings=tuple(warnings),
         certified=certified,
@@ -161,11 +157,7 @@ def calibrate(
     per_accountant: dict[str, float] = {}
     if releases.passes == "single":
         per_accountant["tight"] = gaussian_noise_multiplier(target, d)
-        rho = linear_rdp_for_epsilon(target, d)
-        z_rdp = math.sqrt(1.0 / (2.0 * rho))
-        while epsilon_for_linear_rdp(1.0 / (2.0 * z_rdp * z_rdp), d)[0] > target:
-            z_rdp = math.nextafter(z_rdp, math.inf)
-        per_accountant["rdp"] = z_rdp
+        per_accountant["rdp"] = noise_for_linear_rdp(0.5, target, d)
     else:
         result = calibrate_rdp(releases.rdp_curve, d, target, orders=grid, initial=z_paper)
         per_accountant["rdp"] = result.noise
@@ -181,7 +173,7 @@ def calibrate(
     answer = account(releases, z, d, paper, accountant, grid, calibrated=True)
     results = tuple(
         _with_multiplier(r, per_accountant.get(r.name, z_paper if r.name == "paper" else None), releases, d, paper)
-        for r in answer.results
+        for r in answer.accounted.results
     )
     at_paper = account(releases, z_paper, d, paper, "best", grid)
     valid = at_paper.certified <= target * (1.0 + 1e-12)
@@ -196,7 +188,7 @@ def calibrate(
         noise_multiplier=z_paper,
         epsilon_claimed=target,
         epsilon_certified=at_paper.certified,
-        certified_by=at_paper.accountant if at_paper.accountant != "paper" else "best",
+        certified_by=at_paper.accounted.chosen.name if at_paper.accounted.chosen.name != "paper" else "best",
         valid=valid,
         note=note,
     )
@@ -209,11 +201,7 @@ def calibrate(
     return (
         Accounting(
             noise_multiplier=z,
-            epsilon=answer.epsilon,
-            accountant=answer.accountant,
-            optimal_order=answer.optimal_order,
-            curve=answer.curve,
-            results=results,
+            accounted=dataclasses.replace(answer.accounted, results=results),
             bounds=answer.bounds,
             warnings=tuple(dict.fromkeys(warnings)),
             certified=answer.certified,
