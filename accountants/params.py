@@ -129,6 +129,17 @@ def noise_multiplier_param(*, symbol: str, unit: str, example: float) -> Any:
     return param(symbol=symbol, unit=unit, example=example, ge=lo, le=hi, default=None)
 
 
+def noise_given_twice(noise_multiplier: float | None, noise_std: float | None) -> list[FieldIssue]:
+    """The rule of the families that accept the noise in either unit: at most one of the two."""
+    if noise_multiplier is None or noise_std is None:
+        return []
+    return [
+        FieldIssue(
+            ("noise_std",), "give noise_multiplier or noise_std, not both", "at most one of noise_multiplier, noise_std"
+        )
+    ]
+
+
 def resolve_noise_multiplier(noise_multiplier: float | None, noise_std: float | None, unit: float) -> float:
     """The noise multiplier given directly, or as ``noise_std / unit`` (``unit``: the std of multiplier 1)."""
     lo, hi = NOISE_MULTIPLIER_RANGE

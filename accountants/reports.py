@@ -228,6 +228,11 @@ class PaperCalibration:
     valid: bool | None
     note: str | None = None
 
+    @classmethod
+    def not_applicable(cls, source: str, reason: str, epsilon_claimed: float | None = None) -> PaperCalibration:
+        """The paper's calibration where it prescribes no noise for these parameters, and why."""
+        return cls(source, None, epsilon_claimed, None, None, False, reason)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Answer:

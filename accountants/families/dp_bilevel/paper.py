@@ -202,30 +202,21 @@ def paper_split(p: BilevelParams, target: float, delta: float, mode: str) -> Pap
                 f"Lemma 2.2 needs ε < 1, but the inner gradient steps' Gaussian would need ε̃ = {inner_gaussian:.6g}"
                 + smallest
             )
+    z: float | None = None
+    outer_gaussian: float | None = None
     if outer_budget <= 0.0:
         problems.append(
             f"the inner solves alone use {per_iteration - outer_budget:.6g} of the per-step budget ε_it = "
             f"{per_iteration:.6g}: no budget is left for the outer release"
         )
-        return PaperSplit(
-            mode,
-            per_iteration,
-            outer_budget,
-            inner_budget,
-            inner_step,
-            None,
-            z_in,
-            None,
-            inner_gaussian,
-            tuple(problems),
-        )
-    outer_gaussian = amplify_inverse(outer_budget, q_out)
-    if not outer_gaussian < 1.0:
-        problems.append(
-            f"Lemma 2.2 needs ε < 1, but the outer release's Gaussian would need ε̃ = {outer_gaussian:.6g}"
-            + (f" (outer batch below {minimum_batch(p, outer_budget)})" if p.mini else "")
-        )
-    z = classic_gaussian_multiplier(outer_gaussian, split.outer_gaussian)
+    else:
+        outer_gaussian = amplify_inverse(outer_budget, q_out)
+        if not outer_gaussian < 1.0:
+            problems.append(
+                f"Lemma 2.2 needs ε < 1, but the outer release's Gaussian would need ε̃ = {outer_gaussian:.6g}"
+                + (f" (outer batch below {minimum_batch(p, outer_budget)})" if p.mini else "")
+            )
+        z = classic_gaussian_multiplier(outer_gaussian, split.outer_gaussian)
     return PaperSplit(
         mode,
         per_iteration,

@@ -332,7 +332,7 @@ def _paper_calibration(
         "(printed split)"
     )
     if printed.noise_multiplier is None:
-        return PaperCalibration(source, None, target, None, None, False, "; ".join(printed.problems))
+        return PaperCalibration.not_applicable(source, "; ".join(printed.problems), target)
     z, z_in = printed.noise_multiplier, printed.inner_noise_multiplier
     chain = paper_chain(p, z, z_in, d)  # type: ignore[arg-type]
     certified, by = None, None

@@ -26,7 +26,7 @@ from .problems import (
     _ridge_penalty_gradient,
     _step_work,
 )
-from .utility import radius_step
+from .utility import InnerSolve
 
 
 class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
@@ -293,7 +293,7 @@ def _inner_solve(
     the explicit schedule (spec §4.1)."""
     rounds, steps, dy = p.inner_rounds, p.inner_steps, p.dimension_y
     batch = p.batch_size_inner if p.mini else None
-    step = radius_step(lipschitz, strong_convexity, noise_std, rounds, steps, dy, failure, batch)
+    step = InnerSolve(lipschitz, strong_convexity, noise_std, rounds, steps, dy, failure, batch).radius_step()
     centre = np.zeros((trials, dy))
     for _ in range(rounds):
         y = centre.copy()

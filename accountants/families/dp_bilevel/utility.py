@@ -4,8 +4,8 @@ rates and recommendations."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ...reports import (
     Assumption,
@@ -19,49 +19,47 @@ from .plan import inner_multiplier, mechanisms
 # -- utility (Section 4, spec §4) -------------------------------------------------------------------------------------
 
 
-def inner_radius(
-    lipschitz: float,
-    strong_convexity: float,
-    noise_std: float,
-    rounds: int,
-    steps: int,
-    dimension: int,
-    initial_radius: float,
-    failure: float,
-    batch: int | None = None,
-) -> float:
-    """R_M: the localisation radius after M rounds of DP-Loc-GD/SGD, ‖y_out − y*‖ ≤ R_M w.p. ≥ 1 − γ (per solve).
+@dataclass(frozen=True)
+class InnerSolve:
+    """One private inner solve, DP-Loc-GD/SGD (Algorithms 2 and 4): M = ``rounds`` rounds of T = ``steps`` noisy
+    steps on a μ-strongly convex, L-Lipschitz objective in ``dimension`` coordinates, failure probability γ, batches
+    of ``batch`` records (None: full batch)."""
 
-    Explicit instantiation of the proof of Theorem 8.2 / A.1 (spec §4.1; constants *reconstructed*, not printed):
-    R_{m+1}² = (2/μ)[2R_m(σ + 2L/√b)√(2 ln(4M/γ)/T) + (1 + ln T)(L² + σ²(√d + √(2 ln(2MT/γ)))²)/(μT)],
-    the 2L/√b term for batches only, T = T_GD steps per round, γ/M per round."""
-    radius = initial_radius
-    step = radius_step(lipschitz, strong_convexity, noise_std, rounds, steps, dimension, failure, batch)
-    for _ in range(rounds):
-        radius = step(radius)
-    return radius
+    lipschitz: float
+    strong_convexity: float
+    noise_std: float
+    rounds: int
+    steps: int
+    dimension: int
+    failure: float
+    batch: int | None = None
 
+    def radius(self, initial_radius: float) -> float:
+        """R_M: the localisation radius after M rounds, ‖y_out − y*‖ ≤ R_M w.p. ≥ 1 − γ (per solve).
 
-def radius_step(
-    lipschitz: float,
-    strong_convexity: float,
-    noise_std: float,
-    rounds: int,
-    steps: int,
-    dimension: int,
-    failure: float,
-    batch: int | None = None,
-) -> Any:
-    """R_m ↦ R_{m+1} of :func:`inner_radius` (the schedule DP-Loc-GD/SGD uses for its localisation balls)."""
-    spread = noise_std + (2.0 * lipschitz / math.sqrt(batch) if batch is not None else 0.0)
-    concentration = math.sqrt(2.0 * math.log(4.0 * rounds / failure) / steps)
-    tail = (math.sqrt(dimension) + math.sqrt(2.0 * math.log(2.0 * rounds * steps / failure))) ** 2
-    optimisation = (1.0 + math.log(steps)) * (lipschitz**2 + noise_std**2 * tail) / (strong_convexity * steps)
+        Explicit instantiation of the proof of Theorem 8.2 / A.1 (spec §4.1; constants *reconstructed*, not
+        printed): R_{m+1}² = (2/μ)[2R_m(σ + 2L/√b)√(2 ln(4M/γ)/T) + (1 + ln T)(L² + σ²(√d + √(2 ln(2MT/γ)))²)/(μT)],
+        the 2L/√b term for batches only, T = T_GD steps per round, γ/M per round."""
+        radius = initial_radius
+        step = self.radius_step()
+        for _ in range(self.rounds):
+            radius = step(radius)
+        return radius
 
-    def step(radius: float) -> float:
-        return math.sqrt((2.0 / strong_convexity) * (2.0 * radius * spread * concentration + optimisation))
+    def radius_step(self) -> Callable[[float], float]:
+        """R_m ↦ R_{m+1} of :meth:`radius` (the schedule DP-Loc-GD/SGD uses for its localisation balls)."""
+        mu, sigma = self.strong_convexity, self.noise_std
+        spread = sigma + (2.0 * self.lipschitz / math.sqrt(self.batch) if self.batch is not None else 0.0)
+        concentration = math.sqrt(2.0 * math.log(4.0 * self.rounds / self.failure) / self.steps)
+        tail = (
+            math.sqrt(self.dimension) + math.sqrt(2.0 * math.log(2.0 * self.rounds * self.steps / self.failure))
+        ) ** 2
+        optimisation = (1.0 + math.log(self.steps)) * (self.lipschitz**2 + sigma**2 * tail) / (mu * self.steps)
 
-    return step
+        def step(radius: float) -> float:
+            return math.sqrt((2.0 / mu) * (2.0 * radius * spread * concentration + optimisation))
+
+        return step
 
 
 @dataclass(frozen=True)
@@ -88,28 +86,13 @@ def error_budget(p: BilevelParams, z: float, z_in: float) -> ErrorBudget:
     per_solve = gamma / (4.0 * t)
     batch = p.batch_size_inner if p.mini else None
     r0 = 2.0 * p.lipschitz_g / mu
-    e0 = inner_radius(
-        inner_g.per_sample_bound,
-        mu,
-        z_in * inner_g.sensitivity,
-        p.inner_rounds,
-        p.inner_steps,
-        p.dimension_y,
-        r0,
-        per_solve,
-        batch,
+    rounds, steps, dy = p.inner_rounds, p.inner_steps, p.dimension_y
+    solve_g = InnerSolve(inner_g.per_sample_bound, mu, z_in * inner_g.sensitivity, rounds, steps, dy, per_solve, batch)
+    solve_l = InnerSolve(
+        inner_l.per_sample_bound, lam * mu / 2.0, z_in * inner_l.sensitivity, rounds, steps, dy, per_solve, batch
     )
-    el = inner_radius(
-        inner_l.per_sample_bound,
-        lam * mu / 2.0,
-        z_in * inner_l.sensitivity,
-        p.inner_rounds,
-        p.inner_steps,
-        p.dimension_y,
-        r0 + p.lipschitz_f / (lam * mu),
-        per_solve,
-        batch,
-    )
+    e0 = solve_g.radius(r0)
+    el = solve_l.radius(r0 + p.lipschitz_f / (lam * mu))
     bias = (p.smoothness_f + lam * p.smoothness_g) * el + lam * p.smoothness_g * e0
     noise = z * outer.sensitivity * (math.sqrt(p.dimension_x) + math.sqrt(2.0 * math.log(4.0 * t / gamma)))
     sampling = 0.0

@@ -41,13 +41,8 @@ def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: fl
     m, M = p.weak_convexity, p.smoothness
     source = f"{SOURCE}, Corollary C.2 (corrected σ̄, erratum 8)"
     if m <= 0.0 or not math.isfinite(alpha):
-        return PaperCalibration(
+        return PaperCalibration.not_applicable(
             source,
-            None,
-            None,
-            None,
-            None,
-            False,
             "Corollary C.2 needs m > 0 (ℓ̄ → ∞ as m → 0) and a finite optimal order",
         )
     ell, passes = p.steps_per_pass, steps // p.steps_per_pass
@@ -56,13 +51,8 @@ def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: fl
     sigma, printed = corollary_c2_sigma(alpha, rdp_epsilon, p, passes)
     z = sigma * p.batch_size / (lam * p.clip_norm)
     if not (math.isfinite(ell_bar) and NOISE_MULTIPLIER_RANGE[0] <= z <= NOISE_MULTIPLIER_RANGE[1]):
-        return PaperCalibration(
+        return PaperCalibration.not_applicable(
             source,
-            None,
-            None,
-            None,
-            None,
-            False,
             f"Corollary C.2's prescription (ℓ̄ = {ell_bar:.3g}, noise multiplier {z:.3g}) is outside the range dpcal "
             "evaluates at these constants",
         )

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Literal
 
 from ...errors import FieldIssue
-from ...params import ParamsModel, noise_multiplier_param, param
+from ...params import ParamsModel, noise_given_twice, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-sgd-last-iterate"
 
@@ -67,14 +67,7 @@ class LastIterateParams(ParamsModel):
                     self.batch_size,
                 )
             )
-        if self.noise_multiplier is not None and self.noise_std is not None:
-            issues.append(
-                FieldIssue(
-                    ("noise_std",),
-                    "give noise_multiplier or noise_std, not both",
-                    "at most one of noise_multiplier, noise_std",
-                )
-            )
+        issues += noise_given_twice(self.noise_multiplier, self.noise_std)
         scale = self.stepsize * self.clip_norm / self.batch_size
         if not (self.stepsize * self.stepsize > 1e-300 and scale > 1e-300):
             issues.append(

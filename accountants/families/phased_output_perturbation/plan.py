@@ -104,16 +104,25 @@ class _Releases:
 
 def _algorithm1(p: PhasedOutputPerturbationParams, release: _Releases) -> PlannedRelease:
     """Strongly convex: one release of the whole run, Δ = 4L/(μn)."""
-    L, n, mu = p.lipschitz, p.dataset_size, p.mu_x
+    problem = "min_{x∈𝒳} (1/n) Σ f(x; ξ_i)"
+    return _minimiser(release, "x̃ (Algorithm 1)", "Algorithm 1", p.lipschitz, p.mu_x, p.dataset_size, problem)
+
+
+def _minimiser(
+    release: _Releases, name: str, algorithm: str, L: float, mu: float, n: int, problem: str, **phase: Any
+) -> PlannedRelease:
+    """The output of a μ-strongly convex, L-Lipschitz minimisation over n records: Δ = 4L/(μn), solved to
+    ‖x − x̂*‖ ≤ L/(μn) (Algorithm 1, and every phase of Algorithm 2)."""
     return release(
-        "x̃ (Algorithm 1)",
-        "Algorithm 1",
+        name,
+        algorithm,
         4.0 * L / (mu * n),
         accuracy_required=L / (mu * n),
-        accuracy_measure="‖𝒜(S) − x̂*_S‖",
+        accuracy_measure="‖𝒜(S) − x̂*_S‖" if not phase else "‖x_k − x̂*_k‖",
         gap_per_failure=L * L / (2.0 * mu * n * n),
         gap_power=2,
-        problem="min_{x∈𝒳} (1/n) Σ f(x; ξ_i)",
+        problem=problem,
+        **phase,
     )
 
 
@@ -146,19 +155,8 @@ def _phase(p: PhasedOutputPerturbationParams, release: _Releases, k: int, mu: fl
     phase: dict[str, Any] = {"phase": k, "block": ((k - 1) * nbar, k * nbar), "mu_k": mu_k}
     block = f"(1/n̄) Σ_{{i∈S_{k}}} f"
     if cls == "convex":
-        return [
-            release(
-                f"phase {k}: x̃_{k} (Algorithm 2)",
-                "Algorithm 2",
-                4.0 * L / (mu_k * nbar),
-                accuracy_required=L / (mu_k * nbar),
-                accuracy_measure="‖x_k − x̂*_k‖",
-                gap_per_failure=L * L / (2.0 * mu_k * nbar * nbar),
-                gap_power=2,
-                problem=f"min_{{x∈𝒳}} {block}(x; ξ_i) + (μ_{k}/2)‖x − x̃_{k - 1}‖²",
-                **phase,
-            )
-        ]
+        problem = f"min_{{x∈𝒳}} {block}(x; ξ_i) + (μ_{k}/2)‖x − x̃_{k - 1}‖²"
+        return [_minimiser(release, f"phase {k}: x̃_{k} (Algorithm 2)", "Algorithm 2", L, mu_k, nbar, problem, **phase)]
     if cls == "c-c":
         halves = (
             ("Algorithm 4", "x", p.d_x, f"(μ_{k}/2)‖x − x̃_{k - 1}‖² − (μ/2)‖y‖²", "μ_k‖x_k − x̂*_k‖² + μ‖y_k − ŷ*_k‖²"),

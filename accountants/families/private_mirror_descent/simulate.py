@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -92,19 +93,19 @@ class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescent
             matrix = _game_matrix(plan.seed, pb["dimension_x"], pb["dimension_y"], pb["scale"])
             runner = _run_algorithm3 if p["variant"] == "bias-reduced" else _run_algorithm1
             if "utility" in plan.checks:
-                x, y, _ = runner(matrix, pb, p, rng, trials, None)
+                x, y, _ = runner(_Run(matrix, pb, p, rng, trials, None))
                 result["utility"] = gap(matrix, x, y)
             if "privacy-audit" in plan.checks:
-                result["score_in"] = runner(matrix, pb, p, rng, trials, True)[2]
-                result["score_out"] = runner(matrix, pb, p, rng, trials, False)[2]
+                result["score_in"] = runner(_Run(matrix, pb, p, rng, trials, True))[2]
+                result["score_out"] = runner(_Run(matrix, pb, p, rng, trials, False))[2]
         else:
             vector = _linear_vector(plan.seed, pb["dimension_x"], pb["scale"])
             if "utility" in plan.checks:
-                x, _ = _run_algorithm5(vector, pb, p, rng, trials, None)
+                x, _ = _run_algorithm5(_Run(vector, pb, p, rng, trials, None))
                 result["utility"] = x @ vector - vector.min()
             if "privacy-audit" in plan.checks:
-                result["score_in"] = _run_algorithm5(vector, pb, p, rng, trials, True)[1]
-                result["score_out"] = _run_algorithm5(vector, pb, p, rng, trials, False)[1]
+                result["score_in"] = _run_algorithm5(_Run(vector, pb, p, rng, trials, True))[1]
+                result["score_out"] = _run_algorithm5(_Run(vector, pb, p, rng, trials, False))[1]
         return BlockResult(**result)
 
 
@@ -296,33 +297,59 @@ class _RecordSums:
         return self.scale * (2.0 * ones - m)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """``trials`` independent runs of an algorithm on one problem (the game's matrix, or the linear loss's vector):
+    a utility run on fresh records (``inside`` None), or an audit run on D (True) or D′ (False)."""
+
+    data: np.ndarray
+    problem: Mapping[str, Any]
+    params: Mapping[str, Any]
+    rng: np.random.Generator
+    trials: int
+    inside: bool | None
+
+    @property
+    def audit(self) -> bool:
+        return self.inside is not None
+
+    @property
+    def sign(self) -> float:
+        """+1 on D, −1 on D′: the audited record's sign, and that of its log-likelihood ratio."""
+        return 1.0 if self.inside else -1.0
+
+    @property
+    def scale(self) -> float:
+        return float(self.problem["scale"])
+
+    @property
+    def batch(self) -> int:
+        return int(self.params["batch_size"])
+
+    @property
+    def stepsize(self) -> float:
+        return float(self.params["stepsize"])
+
+
 def _audit_record(shape: tuple[int, ...], scale: float) -> np.ndarray:
     signs = [np.where(np.arange(s) % 2 == 0, 1.0, -1.0) for s in shape]
     return scale * (np.outer(signs[0], signs[1]) if len(shape) == 2 else signs[0])
 
 
-def _run_algorithm1(
-    matrix: np.ndarray,
-    pb: Mapping[str, Any],
-    p: Mapping[str, Any],
-    rng: np.random.Generator,
-    trials: int,
-    inside: bool | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _run_algorithm1(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 1 on the matrix game for ``trials`` independent runs: (x̂, ŷ, transcript log-likelihood ratio).
 
-    ``inside``: None for a utility run (fresh records), True/False for an audit run on D / D′."""
+    ``run.inside``: None for a utility run (fresh records), True/False for an audit run on D / D′."""
+    matrix, pb, rng, trials, audit, sign = run.data, run.problem, run.rng, run.trials, run.audit, run.sign
     d1, d2 = matrix.shape
-    c, b, eta = pb["scale"], p["batch_size"], p["stepsize"]
+    c, b, eta = run.scale, run.batch, run.stepsize
     steps, k = pb["steps"], pb["samples_per_step"]
-    audit = inside is not None
     records = _RecordSums(matrix, c, b)
     others = _RecordSums(matrix, c, b - 1) if audit else None
     record = _audit_record((d1, d2), c)
     theta = [np.zeros((trials, d1)), np.zeros((trials, d2))]  # the run's own scores (D for inside, D′ otherwise)
     other = [np.zeros((trials, d1)), np.zeros((trials, d2))]  # the neighbour's scores along the same transcript
     sum_x, sum_y, llr = np.zeros((trials, d1)), np.zeros((trials, d2)), np.zeros(trials)
-    sign = 1.0 if inside else -1.0
     for t in range(steps):
         lx, ly = _log_softmax(theta[0]), _log_softmax(theta[1])
         cx, cy = _sample_counts(rng, k, lx), _sample_counts(rng, k, ly)
@@ -348,23 +375,16 @@ def _run_algorithm1(
     return sum_x / steps, sum_y / steps, np.clip(llr, -1e6, 1e6)
 
 
-def _run_algorithm3(
-    matrix: np.ndarray,
-    pb: Mapping[str, Any],
-    p: Mapping[str, Any],
-    rng: np.random.Generator,
-    trials: int,
-    inside: bool | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _run_algorithm3(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 3 (multilevel oracle, random stopping) on the matrix game, ``trials`` runs at once.
 
     For a bilinear f the multilevel correction G(z_full) − ½(G(z_a) + G(z_b)) vanishes identically (G is linear in
     the sparsified point), so g = G(z₀) exactly; the other 2^N − 1 draws per player only enter the transcript, and
     are drawn for the audit (a utility run skips them: they do not affect the output)."""
+    matrix, pb, rng, trials, audit, sign = run.data, run.problem, run.rng, run.trials, run.audit, run.sign
     d1, d2 = matrix.shape
-    c, b, eta = pb["scale"], p["batch_size"], p["stepsize"]
+    c, b, eta = run.scale, run.batch, run.stepsize
     budget, level = pb["steps"], pb["max_level"]
-    audit = inside is not None
     levels = np.arange(1, level + 1)
     weights = 0.5**levels
     weights /= weights.sum()
@@ -375,7 +395,6 @@ def _run_algorithm3(
     sum_x, sum_y, count, llr = np.zeros((trials, d1)), np.zeros((trials, d2)), np.zeros(trials), np.zeros(trials)
     used = np.zeros(trials, dtype=np.int64)
     active = np.ones(trials, dtype=bool)
-    sign = 1.0 if inside else -1.0
     first = True
     while True:
         size = 2 ** rng.choice(levels, size=trials, p=weights)  # N_t drawn before the budget check
@@ -419,32 +438,24 @@ def _run_algorithm3(
     return sum_x / count[:, None], sum_y / count[:, None], np.clip(llr, -1e6, 1e6)
 
 
-def _run_algorithm5(
-    vector: np.ndarray,
-    pb: Mapping[str, Any],
-    p: Mapping[str, Any],
-    rng: np.random.Generator,
-    trials: int,
-    inside: bool | None,
-) -> tuple[np.ndarray, np.ndarray]:
+def _run_algorithm5(run: _Run) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 5 (exponentiated gradient + anytime online-to-batch, α_t = t) on f(x; ξ) = ⟨a_ξ, x⟩: (x̂, LLR).
 
     x_t = (A_{t−1}x_{t−1} + t·w_t)/A_t is kept in log space. The gradient of a linear loss does not depend on the
     private estimate x̃, so the refresh samples only enter the transcript: drawn for the audit, skipped otherwise.
     The audited record sits in the batch of step ⌈(T − 1)/2⌉: a record's weight α_s = s grows with s, while the
     samples it can influence are those after s."""
+    vector, pb, rng, trials, audit, sign = run.data, run.problem, run.rng, run.trials, run.audit, run.sign
     d = vector.size
-    c, b, eta = pb["scale"], p["batch_size"], p["stepsize"]
+    c, b, eta = run.scale, run.batch, run.stepsize
     steps, k = pb["steps"], pb["samples_per_step"]
     warmup, period, final = pb["warmup_steps"], pb["refresh_period"], pb["final_samples"]
-    audit = inside is not None
     records = _RecordSums(vector, c, b)
     others = _RecordSums(vector, c, b - 1) if audit else None
     record = _audit_record((d,), c)
     theta, other = np.zeros((trials, d)), np.zeros((trials, d))
     log_x, log_xo = np.zeros((trials, d)), np.zeros((trials, d))
     llr = np.zeros(trials)
-    sign = 1.0 if inside else -1.0
     slot = max(1, (steps - 1 + 1) // 2)  # the audited record's batch: weight α_s = s, felt by the samples after s
     total = 0.0
     for t in range(1, steps + 1):

@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from ... import validation as check
 from ...calibration import calibrate_rdp
 from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp, noise_for_linear_rdp, order_grid
 from ...errors import ParameterError
+from ...family import CalibrationQuery
 from ...mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
 from ...reports import (
     AccountantResult,
@@ -141,18 +143,11 @@ def account(
 
 
 def calibrate(
-    releases: NoisyReleases,
-    target_epsilon: float,
-    delta: float,
-    paper: PaperStatement,
-    accountant: str = "best",
-    orders: Sequence[float] | np.ndarray | None = None,
+    releases: NoisyReleases, paper: PaperStatement, query: CalibrationQuery[Any]
 ) -> tuple[Accounting, PaperCalibration]:
     """The smallest multiplier meeting the target with the chosen accountant (best: the smallest over the rigorous
     ones), every accountant's own multiplier, and the paper's calibration with what it really certifies."""
-    target = check.positive("target_epsilon", target_epsilon)
-    d = check.delta("delta", delta)
-    grid = order_grid(orders, default=None)
+    target, d, grid, accountant = query.target_epsilon, query.delta, query.orders, query.accountant
     z_paper = paper.multiplier(target, d)
     per_accountant: dict[str, float] = {}
     if releases.passes == "single":

@@ -92,7 +92,7 @@ class NoisyViFamily(AlgorithmFamily[S]):
 
     def _calibrate(self, query: CalibrationQuery[S]) -> CalibrationReport:
         p, target, delta = query.params, query.target_epsilon, query.delta
-        answer, paper = calibrate(p.releases(), target, delta, self.paper(p), query.accountant, query.orders)
+        answer, paper = calibrate(p.releases(), self.paper(p), query)
         run = self.wording(p, answer.noise_multiplier)
         utility = self.calibrated_utility(p, answer.noise_multiplier, target, delta)
         shown = {(r.name, r.value) for r in utility.applied}

@@ -7,7 +7,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Literal
 
 from ...errors import FieldIssue
-from ...params import MAX_COUNT, ParamsModel, param
+from ...params import MAX_COUNT, ParamsModel, noise_given_twice, param
 from .releases import NoisyReleases
 
 SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
@@ -67,14 +67,7 @@ def common_issues(p: NoisyViParams) -> list[FieldIssue]:
                 ("batch_size",), "must not exceed dataset_size", f"an integer in [1, {p.dataset_size}]", p.batch_size
             )
         )
-    if p.noise_multiplier is not None and p.noise_std is not None:
-        issues.append(
-            FieldIssue(
-                ("noise_std",),
-                "give noise_multiplier or noise_std, not both",
-                "at most one of noise_multiplier, noise_std",
-            )
-        )
+    issues += noise_given_twice(p.noise_multiplier, p.noise_std)
     return issues
 
 
