@@ -173,6 +173,20 @@ class UtilityBound:
     assumptions: tuple[Assumption, ...] = ()
     applicable: bool = True
 
+    @classmethod
+    def explicit(
+        cls, measure: str, value: float, source: str, assumptions: tuple[Assumption, ...] = (), applicable: bool = True
+    ) -> UtilityBound:
+        """A bound with every constant of its proof."""
+        return cls(measure, value, "explicit bound", source, assumptions, applicable)
+
+    @classmethod
+    def rate(
+        cls, measure: str, value: float, source: str, assumptions: tuple[Assumption, ...] = (), applicable: bool = True
+    ) -> UtilityBound:
+        """A theorem's O-rate evaluated with every hidden constant set to 1 (an order of magnitude, not a bound)."""
+        return cls(measure, value, "rate with unit constants", source, assumptions, applicable)
+
 
 @dataclass(frozen=True)
 class UtilityReport:

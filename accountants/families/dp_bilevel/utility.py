@@ -237,17 +237,15 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
         f", batch {budget.sampling:.6g}" if p.mini else ""
     )
     bounds = [
-        UtilityBound(
+        UtilityBound.explicit(
             "‖ỹ_t − y*(x_t)‖ at every outer step (inner error of the g problem)",
             budget.inner_g,
-            "explicit bound",
             inner_source,
             (Assumption(f"holds w.p. ≥ 1 − γ/4, γ = {gamma:g}", True),),
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             "‖ỹ^λ_t − y^λ(x_t)‖ at every outer step (inner error of the f + λg problem)",
             budget.inner_lambda,
-            "explicit bound",
             inner_source,
             (
                 Assumption(
@@ -259,10 +257,9 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
             ),
             applicable=strongly_convex,
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             f"D = max_t ‖g̃_t − ∇L*_λ(x_t)‖, the hypergradient error ({pieces})",
             budget.total,
-            "explicit bound",
             f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration"
             + (
                 ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, erratum §6 item 9)"
@@ -280,19 +277,17 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
     gap = p.initial_suboptimality + penalty_gap(p)
     return [
         *bounds,
-        UtilityBound(
+        UtilityBound.explicit(
             f"‖G_{{L*_λ,η}}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T), L = 1/(2η) = {1.0 / (2.0 * p.stepsize):.6g}, "
             f"Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) = {gap:.6g}: projected penalty hypergradient at the output",
             value,
-            "explicit bound",
             f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 2.4, Lemma 4.3(i) made explicit",
             (c.step_ok, c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
             applicable=bool(c.lam_ok.holds),
         ),
-        UtilityBound(
+        UtilityBound.rate(
             "‖G_{F,η}(x_out)‖ ≤ the bound above + ℓκ³/λ: projected hypergradient of F at the output",
             value + c.unit_smooth / p.regularization,
-            "rate with unit constants",
             f"{SOURCE}, Lemma 2.4 and Lemma 4.3(ii) (‖∇F − ∇L*_λ‖ = O(ℓκ³/λ), constant not given)",
             (c.step_ok, c.lam_ok, c.clip_ok),
             applicable=bool(c.lam_ok.holds),
@@ -313,32 +308,29 @@ def _rate_bounds(p: BilevelParams, epsilon: float, suboptimality: float) -> list
     unit = Assumption("Õ: absolute constants and polylog factors set to 1", None)
     batch = " + K₃/√b_out" if p.mini else ""
     out = [
-        UtilityBound(
+        UtilityBound.rate(
             f"‖G_{{F_S,η}}(x_out)‖ ≤ K₁(√d_x/(εn))^{{1/2}} + K₂(√d_y/(εn))^{{1/3}}{batch} (corrected: K₁ = "
             f"{r.k1:.6g}, K₂ = Δ_F^{{1/6}}ℓ^{{5/6}}κ^{{11/6}} = {r.k2:.6g}"
             + (f", K₃ = ℓκ = {r.k3:.6g}" if p.mini else "")
             + ")",
             corrected,
-            "rate with unit constants",
             f"{SOURCE}, {theorem}; K₂ exponent ℓ^{{5/6}} (erratum §6 item 8)"
             + ("; K₃/√b_out (erratum §6 item 9)" if p.mini else ""),
             (admissible, unit),
             applicable=bool(admissible.holds),
         ),
-        UtilityBound(
+        UtilityBound.rate(
             f"the same, as printed (K₂ = Δ_F^{{1/6}}ℓ^{{1/2}}κ^{{11/6}} = {r.k2_printed:.6g}"
             + (", K₃/b_out" if p.mini else "")
             + "): superseded by the corrected form",
             r.privacy_term_printed + r.batch_term_printed,
-            "rate with unit constants",
             f"{SOURCE}, {theorem} as printed (errata §6 items 8" + (", 9" if p.mini else "") + ")",
             (admissible, unit),
             applicable=False,
         ),
-        UtilityBound(
+        UtilityBound.rate(
             "‖G_{F_𝒫,η}(x_out)‖ (population) ≤ the corrected rate + K₃√(d_x/n)",
             corrected + r.population_term,
-            "rate with unit constants",
             f"{SOURCE}, Theorem 6.1 (K₁ with ℓ^{{3/4}}, erratum §6 item 10; the √(d_x/n) term as stated, item 19)",
             (admissible, unit),
             applicable=bool(admissible.holds),

@@ -389,7 +389,7 @@ def utility_bounds(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: fl
     for v in utility_values(p, mech, delta):
         if v.value is None or not math.isfinite(v.value):
             continue
-        out.append(UtilityBound(v.measure, v.value, "explicit bound", f"{v.name} — {v.source}", v.assumptions, v.valid))
+        out.append(UtilityBound.explicit(v.measure, v.value, f"{v.name} — {v.source}", v.assumptions, v.valid))
     return tuple(out)
 
 

@@ -242,21 +242,19 @@ def _explicit_bounds(
         )
     label = {"first": "first-order smooth", "second": "second-order smooth", "quadratic": "quadratic (L₂ = 0)"}
     bounds = [
-        UtilityBound(
+        UtilityBound.explicit(
             f"expected strong duality gap E Gap(x̂, ŷ) at η = {used:.6g} (T = {t}, K = {k}; {label[reg]} bias term)",
             explicit_gap_bound(t, k, used, ell, L0, L1, L2 or 0.0, reg),
-            "explicit bound",
             _EXPLICIT_SOURCE,
             declared,
         )
     ]
     if eta is not None and target is not None and eta > eta_np:
         bounds.append(
-            UtilityBound(
+            UtilityBound.explicit(
                 f"expected strong duality gap at the smaller stepsize η_np = {eta_np:.6g} (also private: ε "
                 "decreases with η)",
                 explicit_gap_bound(t, k, eta_np, ell, L0, L1, L2 or 0.0, reg),
-                "explicit bound",
                 _EXPLICIT_SOURCE,
                 declared,
             )
@@ -274,11 +272,10 @@ def _rate_bounds(
     conditions = (*declared, regime_ok)
     if p.variant not in SADDLE_VARIANTS:
         return [
-            UtilityBound(
+            UtilityBound.rate(
                 "expected excess risk E F(x̂) − min F"
                 + (" (second-order smooth)" if L2 is not None else " (first-order smooth)"),
                 rate_algorithm5(n, float(p.dimension_x), target, L0, L1, L2),
-                "rate with unit constants",
                 f"{SOURCE}, Theorem 4.2 [A] (its δ-dependence is not recoverable)",
                 conditions,
                 target <= 1.0,
@@ -286,10 +283,9 @@ def _rate_bounds(
         ]
     d = float(p.dimension_x) + float(p.dimension_y or 0)
     if p.variant == "bias-reduced":
-        rate = UtilityBound(
+        rate = UtilityBound.rate(
             "strong duality gap with probability ≥ 1/2 [R] (polylog(n) taken as log₂ n)",
             rate_algorithm3(n, d, target, delta, L0, L1, L2 or 0.0),
-            "rate with unit constants",
             f"{SOURCE}, Theorem 3.14 [A/R]: (L₀+L₁+L₂)·polylog(n)·[√(log d/n) + log d/√(nε)]",
             conditions,
             target <= 1.0,
@@ -297,18 +293,16 @@ def _rate_bounds(
     else:
         reg = regime(p)
         equation = {"first": "(5)", "second": "(6)", "quadratic": "(7)"}[reg]
-        rate = UtilityBound(
+        rate = UtilityBound.rate(
             "expected strong duality gap E Gap(x̂, ŷ)",
             rate_algorithm1(n, d, target, delta, L0, L1, L2 or 0.0, reg),
-            "rate with unit constants",
             f"{SOURCE}, Theorem 3.1, eq. {equation} [A/R], ℓ = log(d₁ + d₂)",
             conditions,
             target <= 1.0,
         )
-    lower = UtilityBound(
+    lower = UtilityBound.rate(
         "lower bound on E Gap of any (ε, δ)-DP algorithm (bilinear instances): no algorithm does better",
         lower_bound_ssp(n, d, target),
-        "rate with unit constants",
         f"{SOURCE}, abstract and Remark 3.2 [A]: √(log d/n) + log^{{3/4}} d/√(nε) (Bun–Ullman–Vadhan)",
         (regime_ok,),
         target <= 1.0,

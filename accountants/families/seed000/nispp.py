@@ -90,10 +90,9 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
     conditions = (class_assumption, solver, Assumption("γ_kλ_k constant: γ_k = 1, λ_k = λ (eq. 5.4)", True))
     if p.passes == "single":
         return [
-            UtilityBound(
+            UtilityBound.explicit(
                 "expected strong VI gap (= expected SP gap for saddle points) of Π_W of the averaged releases",
                 emp,
-                "explicit bound",
                 f"{SOURCE}, Theorem 5 (noise constant 3, erratum 11)",
                 (*conditions, Assumption("disjoint batches, each record used once", True)),
                 True,
@@ -101,34 +100,26 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
         ]
     uas = theorem6_uas(steps, s.regularization, s.tolerance, n, M)
     return [
-        UtilityBound(
+        UtilityBound.explicit(
             "expected empirical strong gap E[EmpGap] of the run on its own data",
             emp,
-            "explicit bound",
             f"{SOURCE}, Theorem 5 on the empirical problem (proof of Theorem 7; constant 3, erratum 11)",
             conditions,
             True,
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             "uniform argument stability sup E‖A(S) − A(S′)‖ (parameter units)",
             uas,
-            "explicit bound",
             f"{SOURCE}, Theorem 6 with Lemma 3's 4M (erratum 15)",
             conditions,
             True,
         ),
-        UtilityBound(
-            "expected weak VI gap",
-            emp + M * uas,
-            "explicit bound",
-            f"{SOURCE}, Theorem 7: EmpGap + M·UAS (Prop. 2)",
-            conditions,
-            True,
+        UtilityBound.explicit(
+            "expected weak VI gap", emp + M * uas, f"{SOURCE}, Theorem 7: EmpGap + M·UAS (Prop. 2)", conditions, True
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             "expected weak SP gap",
             emp + math.sqrt(2.0) * M * uas,
-            "explicit bound",
             f"{SOURCE}, Theorem 7: EmpGap + √2·M·UAS (Prop. 1 with δ_x + δ_y ≤ √2·δ)",
             conditions,
             True,
@@ -154,24 +145,21 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
     root = math.sqrt(d * math.log(1.0 / delta))
     if p.passes == "single":
         return [
-            UtilityBound(
+            UtilityBound.explicit(
                 "strong gap at Corollary 2's own parameters (B = n^{1/3}, K = n/B, λ₀, ν = 2M²/(λ₀B²), the paper's σ)",
                 corollary2_explicit(n, M, L, D, d, epsilon, delta),
-                "explicit bound",
                 f"{SOURCE}, Corollary 2 (term-by-term, noise term 80 not 40: erratum 12)",
             ),
-            UtilityBound(
+            UtilityBound.rate(
                 "strong gap rate (M + LD)D·(n^{−1/3} + √(d ln(1/δ))/(εn^{2/3}))",
                 (M + L * D) * D * (n ** (-1.0 / 3.0) + root / (epsilon * n ** (2.0 / 3.0))),
-                "rate with unit constants",
                 f"{SOURCE}, Corollary 2",
             ),
         ]
     return [
-        UtilityBound(
+        UtilityBound.rate(
             "weak gap rate (M + LD)D·(1/√n + √(d ln(1/δ))/(εn))",
             (M + L * D) * D * (1.0 / math.sqrt(n) + root / (epsilon * n)),
-            "rate with unit constants",
             f"{SOURCE}, Theorem 7",
         )
     ]

@@ -187,10 +187,9 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
     emp = theorem2_bound(steps, gamma, sigma, M, D, d)
     if p.passes == "single":
         return [
-            UtilityBound(
+            UtilityBound.explicit(
                 "expected strong VI gap (= expected SP gap for saddle points) of the averaged extrapolation points",
                 emp,
-                "explicit bound",
                 f"{SOURCE}, Theorem 2 (constant γ, M² as in the proofs of Corollary 1/Theorem 4)",
                 (class_assumption, small, Assumption("disjoint batches, each record used once", True)),
                 bool(small.holds),
@@ -201,34 +200,26 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
     ok = bool(small.holds and stable.holds)
     conditions = (class_assumption, small, stable)
     return [
-        UtilityBound(
+        UtilityBound.explicit(
             "expected empirical strong gap E[EmpGap] of the run on its own data",
             emp,
-            "explicit bound",
             f"{SOURCE}, Theorem 2 on the empirical operator (proof of Theorem 4)",
             conditions,
             ok,
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             "uniform argument stability sup E‖A(S) − A(S′)‖ (parameter units)",
             uas,
-            "explicit bound",
             f"{SOURCE}, Theorem 3 (last term 2M/n, erratum 7)",
             conditions,
             ok,
         ),
-        UtilityBound(
-            "expected weak VI gap",
-            emp + M * uas,
-            "explicit bound",
-            f"{SOURCE}, Theorem 4: EmpGap + M·UAS (Prop. 2)",
-            conditions,
-            ok,
+        UtilityBound.explicit(
+            "expected weak VI gap", emp + M * uas, f"{SOURCE}, Theorem 4: EmpGap + M·UAS (Prop. 2)", conditions, ok
         ),
-        UtilityBound(
+        UtilityBound.explicit(
             "expected weak SP gap",
             emp + math.sqrt(2.0) * M * uas,
-            "explicit bound",
             f"{SOURCE}, Theorem 4: EmpGap + √2·M·UAS (Prop. 1 with δ_x + δ_y ≤ √2·δ)",
             conditions,
             ok,
@@ -243,22 +234,12 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
     if p.passes == "single":
         value = M * D * max((d * ln) ** 0.25 / math.sqrt(n * epsilon), math.sqrt(d * ln) / (n * epsilon))
         return [
-            UtilityBound(
-                "strong gap rate MD·max{(d ln(1/δ))^{1/4}/√(nε), √(d ln(1/δ))/(nε)}",
-                value,
-                "rate with unit constants",
-                f"{SOURCE}, Corollary 1",
+            UtilityBound.rate(
+                "strong gap rate MD·max{(d ln(1/δ))^{1/4}/√(nε), √(d ln(1/δ))/(nε)}", value, f"{SOURCE}, Corollary 1"
             )
         ]
     value = (M * D + L * D * D) * max(1.0 / math.sqrt(n), math.sqrt(d * ln) / (n * epsilon))
-    return [
-        UtilityBound(
-            "weak gap rate (MD + LD²)·max{1/√n, √(d ln(1/δ))/(nε)}",
-            value,
-            "rate with unit constants",
-            f"{SOURCE}, Theorem 4",
-        )
-    ]
+    return [UtilityBound.rate("weak gap rate (MD + LD²)·max{1/√n, √(d ln(1/δ))/(nε)}", value, f"{SOURCE}, Theorem 4")]
 
 
 # -- the family ----------------------------------------------------------------------------------------------------
