@@ -51,6 +51,7 @@ from .nispp_params import MAX_INNER_ITERATIONS, SOURCE, NisppParams, Setting, pa
 from .params import BilinearProblemSettings, sampling_notes
 from .releases import PaperStatement
 from .simulate import BatchSource, BilinearSimulator
+from .utility import OPERATOR_CLASS, weak_gaps
 
 # -- utility (seed 000, Theorems 5–6, Corollary 2) ----------------------------------------------------------------
 
@@ -77,11 +78,7 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
     steps = p.steps_and_rule()[0]
     sigma = s.noise_multiplier * s.sensitivity
     emp = theorem5_bound(steps, s.regularization, sigma, s.tolerance, M, L, D, d)
-    class_assumption = Assumption(
-        "every F_β is monotone, L-Lipschitz and bounded by M on W (class 𝓜¹(L, M)); W convex with diameter D",
-        None,
-        "cannot be checked from the hyperparameters",
-    )
+    class_assumption = OPERATOR_CLASS
     solver = Assumption(
         f"every subproblem solved to a strong ν-solution, ν = {s.tolerance:.6g} (eq. 5.1)",
         None,
@@ -99,32 +96,14 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
             )
         ]
     uas = theorem6_uas(steps, s.regularization, s.tolerance, n, M)
-    return [
-        UtilityBound.explicit(
-            "expected empirical strong gap E[EmpGap] of the run on its own data",
-            emp,
-            f"{SOURCE}, Theorem 5 on the empirical problem (proof of Theorem 7; constant 3, erratum 11)",
-            conditions,
-            True,
-        ),
-        UtilityBound.explicit(
-            "uniform argument stability sup E‖A(S) − A(S′)‖ (parameter units)",
-            uas,
-            f"{SOURCE}, Theorem 6 with Lemma 3's 4M (erratum 15)",
-            conditions,
-            True,
-        ),
-        UtilityBound.explicit(
-            "expected weak VI gap", emp + M * uas, f"{SOURCE}, Theorem 7: EmpGap + M·UAS (Prop. 2)", conditions, True
-        ),
-        UtilityBound.explicit(
-            "expected weak SP gap",
-            emp + math.sqrt(2.0) * M * uas,
-            f"{SOURCE}, Theorem 7: EmpGap + √2·M·UAS (Prop. 1 with δ_x + δ_y ≤ √2·δ)",
-            conditions,
-            True,
-        ),
-    ]
+    return weak_gaps(
+        (emp, f"{SOURCE}, Theorem 5 on the empirical problem (proof of Theorem 7; constant 3, erratum 11)"),
+        (uas, f"{SOURCE}, Theorem 6 with Lemma 3's 4M (erratum 15)"),
+        M,
+        "Theorem 7",
+        conditions,
+        True,
+    )
 
 
 def corollary2_explicit(n: int, M: float, L: float, D: float, d: int, epsilon: float, delta: float) -> float:
@@ -254,22 +233,9 @@ def _conventions(p: NisppParams) -> Conventions:
 
 
 def _releases(p: NisppParams, s: Setting) -> tuple[Release, ...]:
-    r = p.releases()
-    composition = (
-        "parallel: disjoint batches, each record enters exactly one release"
-        if p.passes == "single"
-        else f"sequential over {r.count} releases, each on a {p.sampling} batch (rate {r.sampling_rate:.6g})"
-    )
-    return (
-        Release(
-            "noisy prox point w_{k+1} = u_{k+1} + N(0, σ²I)",
-            r.count,
-            s.sensitivity,
-            s.noise_multiplier * s.sensitivity,
-            s.noise_multiplier,
-            composition,
-            {"batch_size": p.batch_size, "regularization": s.regularization, "inner_tolerance": s.tolerance},
-        ),
+    details = {"batch_size": p.batch_size, "regularization": s.regularization, "inner_tolerance": s.tolerance}
+    return p.releases().release(
+        "noisy prox point w_{k+1} = u_{k+1} + N(0, σ²I)", s.sensitivity, s.noise_multiplier, details
     )
 
 

@@ -51,6 +51,7 @@ from .family import CalibratedUtility, NoisyViFamily, Wording
 from .params import MAX_STEPS, SOURCE, BilinearProblemSettings, NoisyViParams, common_issues, sampling_notes
 from .releases import NoisyReleases, PaperStatement, gaussian_mechanism_statement, moments_statement
 from .simulate import BatchSource, BilinearSimulator
+from .utility import OPERATOR_CLASS, weak_gaps
 
 
 class NsegParams(NoisyViParams):
@@ -178,11 +179,7 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
     M, L, D, d, n = p.lipschitz, p.smoothness, p.diameter, p.dimension, p.dataset_size
     steps = p.steps_and_rule()[0]
     cap = math.inf if L == 0 else 1.0 / (math.sqrt(3.0) * L)
-    class_assumption = Assumption(
-        "every F_β is monotone, L-Lipschitz and bounded by M on W (class 𝓜¹(L, M)); W convex with diameter D",
-        None,
-        "cannot be checked from the hyperparameters",
-    )
+    class_assumption = OPERATOR_CLASS
     small = Assumption(f"γ ≤ 1/(√3L) = {cap:.6g} (Theorem 2)", gamma <= cap * (1 + 1e-12), f"γ = {gamma:.6g}")
     emp = theorem2_bound(steps, gamma, sigma, M, D, d)
     if p.passes == "single":
@@ -199,32 +196,14 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
     uas = theorem3_uas(steps, gamma, sigma, n, M, L, D, d)
     ok = bool(small.holds and stable.holds)
     conditions = (class_assumption, small, stable)
-    return [
-        UtilityBound.explicit(
-            "expected empirical strong gap E[EmpGap] of the run on its own data",
-            emp,
-            f"{SOURCE}, Theorem 2 on the empirical operator (proof of Theorem 4)",
-            conditions,
-            ok,
-        ),
-        UtilityBound.explicit(
-            "uniform argument stability sup E‖A(S) − A(S′)‖ (parameter units)",
-            uas,
-            f"{SOURCE}, Theorem 3 (last term 2M/n, erratum 7)",
-            conditions,
-            ok,
-        ),
-        UtilityBound.explicit(
-            "expected weak VI gap", emp + M * uas, f"{SOURCE}, Theorem 4: EmpGap + M·UAS (Prop. 2)", conditions, ok
-        ),
-        UtilityBound.explicit(
-            "expected weak SP gap",
-            emp + math.sqrt(2.0) * M * uas,
-            f"{SOURCE}, Theorem 4: EmpGap + √2·M·UAS (Prop. 1 with δ_x + δ_y ≤ √2·δ)",
-            conditions,
-            ok,
-        ),
-    ]
+    return weak_gaps(
+        (emp, f"{SOURCE}, Theorem 2 on the empirical operator (proof of Theorem 4)"),
+        (uas, f"{SOURCE}, Theorem 3 (last term 2M/n, erratum 7)"),
+        M,
+        "Theorem 4",
+        conditions,
+        ok,
+    )
 
 
 def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBound]:
@@ -350,23 +329,8 @@ def _conventions(p: NsegParams) -> Conventions:
 
 
 def _releases(p: NsegParams, z: float) -> tuple[Release, ...]:
-    r = p.releases()
-    composition = (
-        "parallel: disjoint batches, each record enters exactly one release"
-        if p.passes == "single"
-        else f"sequential over {r.count} releases, each on a {p.sampling} batch (rate {r.sampling_rate:.6g})"
-    )
-    return (
-        Release(
-            "noisy batch operator evaluation F_B(·) + N(0, σ²I) (extrapolation and update)",
-            r.count,
-            p.sensitivity,
-            z * p.sensitivity,
-            z,
-            composition,
-            {"batch_size": p.batch_size, "evaluations_per_step": 2},
-        ),
-    )
+    name = "noisy batch operator evaluation F_B(·) + N(0, σ²I) (extrapolation and update)"
+    return p.releases().release(name, p.sensitivity, z, {"batch_size": p.batch_size, "evaluations_per_step": 2})
 
 
 def _notes(p: NsegParams) -> list[str]:

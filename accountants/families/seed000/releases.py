@@ -4,7 +4,7 @@ uniform batches), their Rényi bounds and plan, and the paper's printed statemen
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +15,7 @@ from ...errors import CalibrationError
 from ...events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ...plans import MechanismPlan
 from ...rdp import RdpAccountant
+from ...reports import Release
 
 Passes = Literal["single", "multi"]
 Sampling = Literal["poisson", "uniform"]
@@ -116,6 +117,19 @@ class NoisyReleases:
             f"Mironov 2017 Prop. 11, with the exact MTZ19 curve), {self.count} releases; improved conversion "
             "(Balle et al. 2020)"
         )
+
+    def release(
+        self, name: str, sensitivity: float, noise_multiplier: float, details: Mapping[str, float | int | str]
+    ) -> tuple[Release, ...]:
+        """These releases as the answer lists them (one kind: ``count`` releases of std z·Δ)."""
+        composition = (
+            "parallel: disjoint batches, each record enters exactly one release"
+            if self.passes == "single"
+            else f"sequential over {self.count} releases, each on a {self.sampling} batch (rate "
+            f"{self.sampling_rate:.6g})"
+        )
+        std = noise_multiplier * sensitivity
+        return (Release(name, self.count, sensitivity, std, noise_multiplier, composition, details),)
 
     def sampling_text(self) -> str:
         if self.passes == "single":
