@@ -14,6 +14,7 @@ value is valid and never above the grid value.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,6 +87,11 @@ class Conversion:
     warnings: tuple[str, ...] = field(default=())
 
 
+def _grid(orders: np.ndarray | None) -> np.ndarray:
+    """The requested orders, validated, sorted and deduplicated (:data:`DEFAULT_ORDERS` when omitted)."""
+    return np.unique(DEFAULT_ORDERS if orders is None else check.orders("orders", orders))
+
+
 def epsilon_from_rdp(
     curve: RdpCurve,
     delta: float,
@@ -93,28 +99,16 @@ def epsilon_from_rdp(
     refine: bool = True,
 ) -> Conversion:
     """Smallest ε over the orders (and, with ``refine``, over α continuously near the grid optimum) for this δ."""
-    d = check.delta("delta", delta)
-    grid = DEFAULT_ORDERS if orders is None else check.orders("orders", orders)
-    grid = np.unique(grid)
-
-    def objective(alphas: np.ndarray, rdp: np.ndarray) -> np.ndarray:
-        return epsilon_by_order(alphas, rdp, d)
-
-    return _optimise(curve, objective, grid, refine, floor=0.0)
+    objective = functools.partial(epsilon_by_order, delta=check.delta("delta", delta))
+    return _optimise(curve, objective, _grid(orders), refine, floor=0.0)
 
 
 def delta_from_rdp(
     curve: RdpCurve, epsilon: float, orders: np.ndarray | None = None, refine: bool = True
 ) -> Conversion:
     """Smallest δ over the orders (refined as in :func:`epsilon_from_rdp`) for this ε."""
-    e = check.non_negative("epsilon", epsilon)
-    grid = DEFAULT_ORDERS if orders is None else check.orders("orders", orders)
-    grid = np.unique(grid)
-
-    def objective(alphas: np.ndarray, rdp: np.ndarray) -> np.ndarray:
-        return log_delta_by_order(alphas, rdp, e)
-
-    result = _optimise(curve, objective, grid, refine, floor=-math.inf)
+    objective = functools.partial(log_delta_by_order, epsilon=check.non_negative("epsilon", epsilon))
+    result = _optimise(curve, objective, _grid(orders), refine, floor=-math.inf)
     return Conversion(
         value=min(1.0, math.exp(result.value)),
         optimal_order=result.optimal_order,

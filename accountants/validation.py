@@ -103,3 +103,13 @@ def orders(name: str, values: object) -> np.ndarray:
         first = float(arr[np.argmax(bad)])
         raise ParameterError.single(name, f"must be {allowed}", allowed, first)
     return arr
+
+
+def sampled_gaussian(rate: object, multiplier: object, alphas: object) -> tuple[float, float, np.ndarray]:
+    """(q, z, α) of a sampled Gaussian's Rényi curve: ``sampling_rate`` in (0, 1], ``noise_multiplier``, ``orders``
+    > 1 (each error names its field)."""
+    return (
+        probability("sampling_rate", rate),
+        noise_multiplier("noise_multiplier", multiplier),
+        orders("orders", alphas),
+    )

@@ -56,10 +56,7 @@ def poisson_subsampled_gaussian_rdp(sampling_rate: float, noise_multiplier: floa
     ``sampling_rate`` q ∈ (0, 1]; ``noise_multiplier`` z > 0 (std over sensitivity); orders α > 1.
     For q = 1 this is the plain Gaussian, α/(2z²).
     """
-    q = check.probability("sampling_rate", sampling_rate)
-    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
-    alphas = check.orders("orders", orders)
-    return rdp_kernel(q, z, alphas)
+    return rdp_kernel(*check.sampled_gaussian(sampling_rate, noise_multiplier, orders))
 
 
 def rdp_kernel(q: float, z: float, alphas: np.ndarray) -> np.ndarray:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 from scipy import special
@@ -263,55 +264,32 @@ class PoissonGaussianPld:
         return eps
 
 
+class PldAccuracy(TypedDict, total=False):
+    """How finely the PLD is built (:meth:`PoissonGaussianPld.build`)."""
+
+    value_discretization: float
+    max_points: int
+    tail_mass: float
+
+
 def poisson_gaussian_pld(
-    sampling_rate: float,
-    noise_multiplier: float,
-    steps: int,
-    *,
-    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
-    max_points: int = DEFAULT_MAX_POINTS,
-    tail_mass: float = DEFAULT_TAIL_MASS,
+    sampling_rate: float, noise_multiplier: float, steps: int, **accuracy: Unpack[PldAccuracy]
 ) -> PoissonGaussianPld:
     """Build the composed PLD (see :class:`PoissonGaussianPld`)."""
-    return PoissonGaussianPld.build(
-        sampling_rate,
-        noise_multiplier,
-        steps,
-        value_discretization=value_discretization,
-        max_points=max_points,
-        tail_mass=tail_mass,
-    )
+    return PoissonGaussianPld.build(sampling_rate, noise_multiplier, steps, **accuracy)
 
 
 def poisson_gaussian_pld_delta(
-    sampling_rate: float,
-    noise_multiplier: float,
-    steps: int,
-    epsilon: float,
-    *,
-    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
-    max_points: int = DEFAULT_MAX_POINTS,
+    sampling_rate: float, noise_multiplier: float, steps: int, epsilon: float, **accuracy: Unpack[PldAccuracy]
 ) -> float:
     """Upper bound on δ(ε) of ``steps`` Poisson-subsampled Gaussian steps (add/remove-one, max of both directions)."""
     check.non_negative("epsilon", epsilon)
-    pld = poisson_gaussian_pld(
-        sampling_rate, noise_multiplier, steps, value_discretization=value_discretization, max_points=max_points
-    )
-    return pld.delta(epsilon)
+    return poisson_gaussian_pld(sampling_rate, noise_multiplier, steps, **accuracy).delta(epsilon)
 
 
 def poisson_gaussian_pld_epsilon(
-    sampling_rate: float,
-    noise_multiplier: float,
-    steps: int,
-    delta: float,
-    *,
-    value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
-    max_points: int = DEFAULT_MAX_POINTS,
+    sampling_rate: float, noise_multiplier: float, steps: int, delta: float, **accuracy: Unpack[PldAccuracy]
 ) -> float:
     """Upper bound on the smallest ε with δ(ε) ≤ ``delta`` (never below it); ParameterError on ``delta`` if none."""
     check.delta("delta", delta)
-    pld = poisson_gaussian_pld(
-        sampling_rate, noise_multiplier, steps, value_discretization=value_discretization, max_points=max_points
-    )
-    return pld.epsilon(delta)
+    return poisson_gaussian_pld(sampling_rate, noise_multiplier, steps, **accuracy).epsilon(delta)

@@ -40,10 +40,7 @@ def sampled_without_replacement_gaussian_rdp(
     sampling_rate: float, noise_multiplier: float, orders: np.ndarray
 ) -> np.ndarray:
     """RDP ε(α) of the Gaussian mechanism on a batch of m = γn records drawn without replacement (replace-one)."""
-    gamma = check.probability("sampling_rate", sampling_rate)
-    z = check.noise_multiplier("noise_multiplier", noise_multiplier)
-    alphas = check.orders("orders", orders)
-    return rdp_kernel(gamma, z, alphas)
+    return rdp_kernel(*check.sampled_gaussian(sampling_rate, noise_multiplier, orders))
 
 
 def rdp_kernel(gamma: float, z: float, alphas: np.ndarray) -> np.ndarray:

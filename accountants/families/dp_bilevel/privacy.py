@@ -7,13 +7,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
 from ...calibration import calibrate_rdp
 from ...conversions import DEFAULT_ORDERS, Conversion, epsilon_for_linear_rdp, linear_rdp_for_epsilon
 from ...errors import CalibrationError, FieldIssue, ParameterError
 from ...events import ComposedEvent, DpEvent, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
-from ...mechanisms.gaussian import gaussian_log_delta, gdp_mu_for
+from ...mechanisms.gaussian import gdp_epsilon, gdp_mu_for
 from ...rdp import RdpAccountant
 from ...reports import (
     AccountantResult,
@@ -115,7 +114,7 @@ def _privacy_results(
         results.append(AccountantResult("tight", False, reason=_WITH_REPLACEMENT if with_replacement else _TIGHT_MINI))
     else:
         mu = math.sqrt(2.0 * full_batch_rho(p, z, z_in))
-        results.append(AccountantResult("tight", True, _gdp(mu, d), "exact", _TIGHT_METHOD))
+        results.append(AccountantResult("tight", True, gdp_epsilon(mu, d), "exact", _TIGHT_METHOD))
     if with_replacement:
         results.append(AccountantResult("rdp", False, reason=_WITH_REPLACEMENT))
     elif p.mini:
@@ -235,7 +234,7 @@ def _calibration_results(
             try:
                 if name == "tight":
                     mu = gdp_mu_for(target, d)
-                    results.append(solve_full(mu * mu, name, lambda z: _gdp(math.sqrt(2.0 * _rho(z)), d)))
+                    results.append(solve_full(mu * mu, name, lambda z: gdp_epsilon(math.sqrt(2.0 * _rho(z)), d)))
                 else:
                     rho = linear_rdp_for_epsilon(target, d)
                     results.append(solve_full(2.0 * rho, name, lambda z: epsilon_for_linear_rdp(_rho(z), d)[0]))
@@ -397,32 +396,3 @@ def _notes(p: BilevelParams) -> list[str]:
             "paper's 2λL₀^g needs λ ≥ L₀^f/L₀^g)"
         )
     return notes
-
-
-_GDP_SMALL_MU = 1e-8
-
-
-def _gdp(mu: float, delta: float) -> float:
-    """Smallest ε with δ_μ(ε) ≤ δ for μ-GDP (Balle & Wang 2018), never below the true value.
-
-    The same computation as :func:`~accountants.mechanisms.gaussian.gdp_epsilon` on its profile
-    :func:`~accountants.mechanisms.gaussian.gaussian_log_delta`, with two guards for the ends of the ranges, where
-    gdp_epsilon's one-sided correction (steps of 1e-13 relative after an absolute xtol of 1e-15) can spin for ever: a
-    relative tolerance only, and a geometric correction. Below μ = 1e-8 the profile cancels catastrophically; there
-    ε = 0 where δ ≥ δ_μ(0) = erf(μ/(2√2)) and otherwise the upper bound μ²/2 + μ√(2 ln(1/δ)) (μ-GDP ⇒ μ²/2-zCDP)."""
-    if mu <= 0.0:
-        return 0.0
-    target = math.log(delta)
-    if mu < _GDP_SMALL_MU:
-        return 0.0 if delta >= math.erf(mu / (2.0 * math.sqrt(2.0))) else mu * mu / 2.0 + mu * math.sqrt(-2.0 * target)
-    if gaussian_log_delta(mu, 0.0) <= target:
-        return 0.0
-    hi = max(1e-3, mu * mu / 2.0 + mu * math.sqrt(-2.0 * target))
-    while gaussian_log_delta(mu, hi) > target:
-        hi *= 2.0
-    root = optimize.brentq(lambda e: gaussian_log_delta(mu, e) - target, 0.0, hi, xtol=1e-300, rtol=1e-13)
-    step = 1e-13
-    while gaussian_log_delta(mu, root) > target:
-        root = root * (1.0 + step) + 1e-300
-        step *= 2.0
-    return root
