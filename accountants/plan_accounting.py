@@ -63,7 +63,7 @@ def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason:
     try:
         mu = gdp.gdp_mu(plan.event)
     except UnsupportedEventError:
-        return AccountantResult("tight", False, reason=tight_reason)
+        return AccountantResult.not_applicable("tight", tight_reason)
     return AccountantResult("tight", True, gdp_epsilon(mu, accounted), "exact", TIGHT_METHOD, kind=Guarantee.EXACT)
 
 
@@ -91,11 +91,11 @@ def calibrate_plan(
     if accountant == "rdp":
         return rdp, not_asked()
     if not gdp.is_gaussian(reference.event):
-        return rdp, AccountantResult("tight", False, reason=tight_reason)
+        return rdp, AccountantResult.not_applicable("tight", tight_reason)
     try:
         exact = calibrate(lambda noise: gdp.epsilon(plan_at(noise).event, accounted), target, parameter=knob.field)
     except CalibrationError as error:
-        return rdp, AccountantResult("tight", False, reason=str(error))
+        return rdp, AccountantResult.not_applicable("tight", str(error))
     value = knob.from_noise(exact.noise)
     tight = AccountantResult(
         "tight", True, exact.epsilon, "exact", TIGHT_METHOD, calibrated_value=value, kind=Guarantee.EXACT
@@ -104,14 +104,8 @@ def calibrate_plan(
 
 
 def rdp_result(conversion: Conversion, calibrated: float | None = None) -> AccountantResult:
-    return AccountantResult(
-        "rdp",
-        True,
-        conversion.value,
-        "certified upper bound",
-        RDP_METHOD,
-        optimal_order=conversion.optimal_order,
-        calibrated_value=calibrated,
+    return AccountantResult.certified(
+        "rdp", conversion.value, RDP_METHOD, optimal_order=conversion.optimal_order, calibrated_value=calibrated
     )
 
 

@@ -26,15 +26,7 @@ from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, Priva
 from .params import ParamsModel
 from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
-from .reports import (
-    Accounted,
-    CalibrationReport,
-    Conventions,
-    Noise,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from .reports import Accounted, CalibrationReport, Conventions, Noise, PrivacyReport, UtilityReport, choose_accountant
 
 
 class PlannedFamily(AlgorithmFamily[P]):

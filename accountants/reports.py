@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .errors import UnsupportedAccountantError
 
@@ -54,6 +55,16 @@ class AccountantResult:
     noise-calibrated families; e.g. the stepsize for private mirror descent). Defaults to ``noise_multiplier``."""
     kind: Guarantee = Guarantee.CERTIFIED
     """The guarantee as data: ``best`` never chooses :attr:`Guarantee.PAPER_AS_PRINTED`."""
+
+    @classmethod
+    def certified(cls, name: str, epsilon: float, method: str, **details: Any) -> AccountantResult:
+        """A proven upper bound from accountant ``name`` (``details``: optimal order, calibrated values, kind)."""
+        return cls(name, True, epsilon, "certified upper bound", method, **details)
+
+    @classmethod
+    def not_applicable(cls, name: str, reason: str) -> AccountantResult:
+        """Accountant ``name`` does not apply here, and why."""
+        return cls(name, False, reason=reason)
 
     @property
     def counts_for_best(self) -> bool:

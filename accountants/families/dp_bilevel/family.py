@@ -12,13 +12,7 @@ from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import (
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
 from .paper import _safe_split, paper_chain
 from .params import ALGORITHM_ID, SOURCE, BilevelParams
 from .plan import inner_multiplier, mechanisms

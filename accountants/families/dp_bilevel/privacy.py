@@ -14,13 +14,7 @@ from ...errors import CalibrationError, FieldIssue, ParameterError
 from ...events import ComposedEvent, DpEvent, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent
 from ...mechanisms.gaussian import gdp_epsilon, gdp_mu_for
 from ...rdp import RdpAccountant
-from ...reports import (
-    AccountantResult,
-    Guarantee,
-    PaperCalibration,
-    RdpCurve,
-    choose_accountant,
-)
+from ...reports import AccountantResult, Guarantee, PaperCalibration, RdpCurve, choose_accountant
 from .paper import PaperSplit, minimum_batch, paper_chain
 from .params import MAX_MULTIPLIER, SOURCE, BilevelParams
 from .plan import inner_multiplier
@@ -111,23 +105,16 @@ def _privacy_results(
     conversion: Conversion | None = None
     with_replacement = p.mini and p.batch_sampling == "with-replacement"
     if p.mini:
-        results.append(AccountantResult("tight", False, reason=_WITH_REPLACEMENT if with_replacement else _TIGHT_MINI))
+        results.append(AccountantResult.not_applicable("tight", _WITH_REPLACEMENT if with_replacement else _TIGHT_MINI))
     else:
         mu = math.sqrt(2.0 * full_batch_rho(p, z, z_in))
         results.append(AccountantResult("tight", True, gdp_epsilon(mu, d), "exact", _TIGHT_METHOD))
     if with_replacement:
-        results.append(AccountantResult("rdp", False, reason=_WITH_REPLACEMENT))
+        results.append(AccountantResult.not_applicable("rdp", _WITH_REPLACEMENT))
     elif p.mini:
         conversion = RdpAccountant("replace-one").epsilon(rdp_event(p, z, z_in), d, grid, refine)
         results.append(
-            AccountantResult(
-                "rdp",
-                True,
-                conversion.value,
-                "certified upper bound",
-                _RDP_MINI,
-                optimal_order=conversion.optimal_order,
-            )
+            AccountantResult.certified("rdp", conversion.value, _RDP_MINI, optimal_order=conversion.optimal_order)
         )
         curve = RdpCurve(
             tuple(float(a) for a in conversion.orders),
@@ -136,11 +123,7 @@ def _privacy_results(
     else:
         rho = full_batch_rho(p, z, z_in)
         epsilon, alpha = epsilon_for_linear_rdp(rho, d)
-        results.append(
-            AccountantResult(
-                "rdp", True, epsilon, "certified upper bound", _RDP_FULL, optimal_order=_finite_order(alpha)
-            )
-        )
+        results.append(AccountantResult.certified("rdp", epsilon, _RDP_FULL, optimal_order=_finite_order(alpha)))
         curve = RdpCurve(tuple(grid.tolist()), tuple(_finite_list(rho * grid)))
     chain = paper_chain(p, z, z_in, d)
     if chain.valid and math.isfinite(chain.epsilon):
@@ -148,7 +131,7 @@ def _privacy_results(
             AccountantResult("paper", True, chain.epsilon, _paper_guarantee(p), _paper_method(p), kind=_paper_kind(p))
         )
     else:
-        results.append(AccountantResult("paper", False, reason="; ".join(chain.problems) or "ε is not finite"))
+        results.append(AccountantResult.not_applicable("paper", "; ".join(chain.problems) or "ε is not finite"))
     return results, curve, conversion
 
 
@@ -178,7 +161,7 @@ def _calibration_results(
         # 3T/z² under the rule z_in = z√K
         inverse_square = scale / (3.0 * t) if fixed is None else scale / t - 2.0 * k / (fixed * fixed)
         if not inverse_square > 0.0:
-            return AccountantResult(name, False, reason=_inner_exhausts(fixed))
+            return AccountantResult.not_applicable(name, _inner_exhausts(fixed))
         z = 1.0 / math.sqrt(inverse_square)
         step = 1e-16
         while epsilon_of(z) > target:  # rounding (or cancellation with a fixed inner noise): geometric search up
@@ -186,7 +169,7 @@ def _calibration_results(
             step *= 2.0
             if z > MAX_MULTIPLIER:
                 reason = _inner_exhausts(fixed) if fixed is not None else _TOO_SMALL.format(target=target, delta=d)
-                return AccountantResult(name, False, reason=reason)
+                return AccountantResult.not_applicable(name, reason)
         return AccountantResult(
             name,
             True,
@@ -201,10 +184,10 @@ def _calibration_results(
         return full_batch_rho(p, z, inner_multiplier(p, z))
 
     if with_replacement:
-        results.append(AccountantResult("tight", False, reason=_WITH_REPLACEMENT))
-        results.append(AccountantResult("rdp", False, reason=_WITH_REPLACEMENT))
+        results.append(AccountantResult.not_applicable("tight", _WITH_REPLACEMENT))
+        results.append(AccountantResult.not_applicable("rdp", _WITH_REPLACEMENT))
     elif p.mini:
-        results.append(AccountantResult("tight", False, reason=_TIGHT_MINI))
+        results.append(AccountantResult.not_applicable("tight", _TIGHT_MINI))
         accountant = RdpAccountant("replace-one")
         try:
             found = calibrate_rdp(
@@ -215,20 +198,18 @@ def _calibration_results(
                 initial=min(max(corrected.noise_multiplier or 1.0, 1e-4), 1e8),
             )
             results.append(
-                AccountantResult(
+                AccountantResult.certified(
                     "rdp",
-                    True,
                     found.conversion.value,
-                    "certified upper bound",
                     _RDP_MINI,
                     optimal_order=found.conversion.optimal_order,
                     noise_multiplier=found.noise,
                 )
             )
         except CalibrationError as error:
-            results.append(AccountantResult("rdp", False, reason=str(error)))
+            results.append(AccountantResult.not_applicable("rdp", str(error)))
         except ArithmeticError:
-            results.append(AccountantResult("rdp", False, reason=_TOO_SMALL.format(target=target, delta=d)))
+            results.append(AccountantResult.not_applicable("rdp", _TOO_SMALL.format(target=target, delta=d)))
     else:
         for name in ("tight", "rdp"):
             try:
@@ -239,7 +220,7 @@ def _calibration_results(
                     rho = linear_rdp_for_epsilon(target, d)
                     results.append(solve_full(2.0 * rho, name, lambda z: epsilon_for_linear_rdp(_rho(z), d)[0]))
             except (ArithmeticError, ValueError):
-                results.append(AccountantResult(name, False, reason=_TOO_SMALL.format(target=target, delta=d)))
+                results.append(AccountantResult.not_applicable(name, _TOO_SMALL.format(target=target, delta=d)))
 
     results.append(_paper_calibration_result(p, target, d, corrected))
     return results
@@ -281,7 +262,7 @@ def _paper_calibration_result(p: BilevelParams, target: float, d: float, correct
         )
     else:
         reason = "; ".join(corrected.problems) or _TOO_SMALL.format(target=target, delta=d)
-        return AccountantResult("paper", False, reason="corrected split: " + reason)
+        return AccountantResult.not_applicable("paper", "corrected split: " + reason)
 
 
 def _inner_exhausts(fixed: float | None) -> str:

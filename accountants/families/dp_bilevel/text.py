@@ -6,11 +6,7 @@ import math
 
 import numpy as np
 
-from ...reports import (
-    Conventions,
-    Noise,
-    Release,
-)
+from ...reports import Conventions, Noise, Release
 from .paper import PaperChain
 from .params import BilevelParams
 from .plan import mechanisms, sampling_rates

@@ -7,12 +7,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...reports import (
-    Assumption,
-    Recommendation,
-    UtilityBound,
-    UtilityReport,
-)
+from ...reports import Assumption, Recommendation, UtilityBound, UtilityReport
 from .params import ALGORITHM_ID, MAX_ROUNDS, SOURCE, BilevelParams
 from .plan import inner_multiplier, mechanisms
 

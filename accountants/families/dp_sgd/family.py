@@ -14,14 +14,7 @@ from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import (
-    AccountantResult,
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
 from .params import ALGORITHM_ID, DpSgdParams, steps_and_rule
 from .privacy import (
     _NOT_ASKED,
@@ -73,7 +66,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         warnings += conversion.warnings
         tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
         results = [_rdp_result(p, conversion), tight]
-        results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+        results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
 
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
         accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
@@ -118,7 +111,7 @@ def _calibrate_cached(
         results.append(_NOT_ASKED)  # the PLD calibration costs ~10 PLD builds: only where its answer is asked for
     else:
         results.append(_tight_calibration(p, target, d, steps, z_gaussian, calibration.noise))
-    results.append(AccountantResult("paper", False, reason=_PAPER_REASON))
+    results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
 
     chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
     z = chosen.noise_multiplier

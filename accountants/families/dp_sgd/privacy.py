@@ -12,10 +12,7 @@ from ...events import DpEvent, GaussianEvent, PoissonSampledEvent, SampledWithou
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...mechanisms.poisson_gaussian_pld import DEFAULT_VALUE_DISCRETIZATION, PoissonGaussianPld
 from ...rdp import RdpAccountant
-from ...reports import (
-    AccountantResult,
-    not_asked,
-)
+from ...reports import AccountantResult, not_asked
 from .params import DpSgdParams
 
 # -- the mechanism ---------------------------------------------------------------------------------------------------
@@ -46,14 +43,8 @@ def _rdp_method(p: DpSgdParams) -> str:
 
 
 def _rdp_result(p: DpSgdParams, conversion: Conversion, z: float | None = None) -> AccountantResult:
-    return AccountantResult(
-        "rdp",
-        True,
-        conversion.value,
-        "certified upper bound",
-        _rdp_method(p),
-        optimal_order=conversion.optimal_order,
-        noise_multiplier=z,
+    return AccountantResult.certified(
+        "rdp", conversion.value, _rdp_method(p), optimal_order=conversion.optimal_order, noise_multiplier=z
     )
 
 
@@ -84,14 +75,14 @@ def _tight_result(p: DpSgdParams, z: float, d: float, steps: int) -> AccountantR
     """ε of the tight accountant at noise z: analytic Gaussian (full batch), PLD (Poisson, add/remove), or why not."""
     reason = _tight_not_applicable(p)
     if reason is not None:
-        return AccountantResult("tight", False, reason=reason)
+        return AccountantResult.not_applicable("tight", reason)
     if p.batch_size == p.dataset_size:
         return AccountantResult("tight", True, gaussian_epsilon(z, d, steps), "exact", _TIGHT_METHOD)
     try:
         pld = _pld(p, z, steps)
-        return AccountantResult("tight", True, pld.epsilon(d), "certified upper bound", _pld_method(pld))
+        return AccountantResult.certified("tight", pld.epsilon(d), _pld_method(pld))
     except ParameterError as exc:
-        return AccountantResult("tight", False, reason=f"the PLD accountant certifies no ε here: {exc}")
+        return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {exc}")
 
 
 def _tight_calibration(
@@ -103,7 +94,7 @@ def _tight_calibration(
     point whose reported ε was evaluated ≤ target (one-sided, as :func:`accountants.calibration.calibrate`)."""
     reason = _tight_not_applicable(p)
     if reason is not None:
-        return AccountantResult("tight", False, reason=reason)
+        return AccountantResult.not_applicable("tight", reason)
     if z_gaussian is not None:
         eps = gaussian_epsilon(z_gaussian, d, steps)
         return AccountantResult("tight", True, eps, "exact", _TIGHT_METHOD, noise_multiplier=z_gaussian)
@@ -131,14 +122,9 @@ def _tight_calibration(
             epsilon_of(DEFAULT_VALUE_DISCRETIZATION), target, initial=coarse.noise, rtol=_PLD_RTOL, initial_step=1.003
         )
     except CalibrationError as exc:
-        return AccountantResult("tight", False, reason=f"the PLD accountant cannot calibrate here: {exc}")
-    return AccountantResult(
-        "tight",
-        True,
-        fine.epsilon,
-        "certified upper bound",
-        _pld_method(built[fine.noise]),
-        noise_multiplier=fine.noise,
+        return AccountantResult.not_applicable("tight", f"the PLD accountant cannot calibrate here: {exc}")
+    return AccountantResult.certified(
+        "tight", fine.epsilon, _pld_method(built[fine.noise]), noise_multiplier=fine.noise
     )
 
 

@@ -7,11 +7,7 @@ import math
 from ...conversions import Conversion
 from ...errors import ParameterError
 from ...params import resolve_noise_multiplier
-from ...reports import (
-    Conventions,
-    Noise,
-    RdpCurve,
-)
+from ...reports import Conventions, Noise, RdpCurve
 from .params import _SAMPLING_TEXT, _SENSITIVITY_RULE, DpSgdParams
 
 # -- presentation ----------------------------------------------------------------------------------------------------

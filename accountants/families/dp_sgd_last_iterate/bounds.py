@@ -8,9 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...reports import (
-    Assumption,
-)
+from ...reports import Assumption
 from .params import SOURCE, LastIterateParams
 
 # -- the paper's quantities ------------------------------------------------------------------------------------------

@@ -13,14 +13,7 @@ from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...registry import register
-from ...reports import (
-    AccountantResult,
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    RdpCurve,
-    UtilityReport,
-)
+from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, RdpCurve, UtilityReport
 from .bounds import LinearBound, bounds_for
 from .paper import corollary_c2
 from .params import ALGORITHM_ID, SOURCE, LastIterateParams, _steps
@@ -107,19 +100,13 @@ def _accounted(
     """The rdp answer of the chosen bound at multiplier z (the only accountant that applies), and its optimal order."""
     rho = _coefficient(bound) / (z * z)
     epsilon, alpha = epsilon_for_linear_rdp(rho, delta)
-    rdp = AccountantResult(
-        "rdp",
-        True,
-        epsilon,
-        "certified upper bound",
-        _METHOD,
-        optimal_order=_order(alpha),
-        noise_multiplier=z if calibrated else None,
+    rdp = AccountantResult.certified(
+        "rdp", epsilon, _METHOD, optimal_order=_order(alpha), noise_multiplier=z if calibrated else None
     )
     results = (
         rdp,
-        AccountantResult("tight", False, reason=_TIGHT_REASON),
-        AccountantResult("paper", False, reason=_PAPER_REASON),
+        AccountantResult.not_applicable("tight", _TIGHT_REASON),
+        AccountantResult.not_applicable("paper", _PAPER_REASON),
     )
     curve = RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(bound.name for _ in grid))
     return Accounted(results, rdp, delta, _order(alpha), curve), alpha

@@ -6,9 +6,7 @@ import math
 
 from ...conversions import epsilon_for_linear_rdp
 from ...params import NOISE_MULTIPLIER_RANGE
-from ...reports import (
-    PaperCalibration,
-)
+from ...reports import PaperCalibration
 from .bounds import bounds_for
 from .params import SOURCE, LastIterateParams
 from .text import _best

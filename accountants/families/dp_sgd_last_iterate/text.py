@@ -8,11 +8,7 @@ import numpy as np
 
 from ...conversions import epsilon_for_linear_rdp
 from ...params import resolve_noise_multiplier
-from ...reports import (
-    BoundResult,
-    Conventions,
-    Noise,
-)
+from ...reports import BoundResult, Conventions, Noise
 from .bounds import LinearBound
 from .params import LastIterateParams
 

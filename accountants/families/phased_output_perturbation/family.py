@@ -75,7 +75,7 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         rho = count / (2.0 * z * z)
         rdp, alpha = epsilon_for_linear_rdp(rho, gaussian_delta)
         results = [
-            AccountantResult("rdp", True, rdp, "certified upper bound", _RDP_METHOD, optimal_order=_order(alpha)),
+            AccountantResult.certified("rdp", rdp, _RDP_METHOD, optimal_order=_order(alpha)),
             AccountantResult(
                 "tight", True, tight, "exact for the Gaussian part; upper bound with δ_fail", _TIGHT_METHOD
             ),

@@ -7,9 +7,7 @@ import math
 
 from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
-from ...reports import (
-    AccountantResult,
-)
+from ...reports import AccountantResult
 from .params import SPLIT, PhasedOutputPerturbationParams
 
 # -- the paper's calibration and the privacy of the run ----------------------------------------------------------------
@@ -111,7 +109,7 @@ def _paper_result(
             f"{'δ/8' if cls in SPLIT else 'δ/4'} = {paper_failure_probability(cls, delta):.6g}"
         )
     if reasons:
-        return AccountantResult("paper", False, reason="; ".join(reasons))
+        return AccountantResult.not_applicable("paper", "; ".join(reasons))
     return AccountantResult(
         "paper",
         True,
@@ -127,11 +125,11 @@ def _rdp_calibration(target: float, gaussian_delta: float, releases: int) -> Acc
     try:
         z = noise_for_linear_rdp(releases / 2.0, target, gaussian_delta)
     except ValueError:  # the shared inversion fails for targets far below machine range (e.g. 1e-300)
-        return AccountantResult("rdp", False, reason="the RDP conversion cannot be inverted at this target numerically")
+        return AccountantResult.not_applicable(
+            "rdp", "the RDP conversion cannot be inverted at this target numerically"
+        )
     eps, alpha = epsilon_for_linear_rdp(releases / (2.0 * z * z), gaussian_delta)
-    return AccountantResult(
-        "rdp", True, eps, "certified upper bound", _RDP_METHOD, optimal_order=_order(alpha), noise_multiplier=z
-    )
+    return AccountantResult.certified("rdp", eps, _RDP_METHOD, optimal_order=_order(alpha), noise_multiplier=z)
 
 
 def _check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:

@@ -5,11 +5,7 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
-from ...reports import (
-    Conventions,
-    Noise,
-    Release,
-)
+from ...reports import Conventions, Noise, Release
 from .params import PHASED, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, expected_gap
 from .privacy import failing_runs, releases_per_record

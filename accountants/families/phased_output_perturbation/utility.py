@@ -7,10 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from ...reports import (
-    Assumption,
-    UtilityBound,
-)
+from ...reports import Assumption, UtilityBound
 from .params import SOURCE, PhasedOutputPerturbationParams
 from .plan import Mechanism, PlannedRelease
 from .privacy import paper_epsilon, paper_epsilon_limit, paper_failure_probability

@@ -13,13 +13,7 @@ from ...mechanisms.pure_composition import MAX_COMPOSITIONS
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import (
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
 from .params import ALGORITHM_ID, SOURCE, PrivateMirrorDescentParams
 from .plan import schedule
 from .privacy import _calibrations, _order, _paper_calibration, account

@@ -11,12 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...calibration import calibrate_rdp
-from ...conversions import (
-    Conversion,
-    epsilon_for_linear_rdp,
-    epsilon_from_rdp,
-    linear_rdp_for_epsilon,
-)
+from ...conversions import Conversion, epsilon_for_linear_rdp, epsilon_from_rdp, linear_rdp_for_epsilon
 from ...errors import CalibrationError, ParameterError
 from ...mechanisms.bounded_range_composition import BoundedRangeComposition
 from ...mechanisms.pure_composition import (
@@ -26,11 +21,7 @@ from ...mechanisms.pure_composition import (
     kov_max_epsilon0,
     pure_dp_rdp,
 )
-from ...reports import (
-    NOT_ASKED_REASON,
-    AccountantResult,
-    PaperCalibration,
-)
+from ...reports import NOT_ASKED_REASON, AccountantResult, PaperCalibration
 from .params import SOURCE
 from .plan import Schedule
 
@@ -195,8 +186,8 @@ def _calibrations(
     # rdp: the curve is k·min(pure, α ε_BR²/8); the bounded-range part alone gives ε₀ in closed form, and the minimum
     # can only allow more. Calibrate in units of that closed form (σ = ε₀_BR/ε₀, so ε decreases in σ).
     if sched.count == 0:
-        out.append(AccountantResult("rdp", False, reason=unconstrained))
-        out.append(AccountantResult("tight", False, reason=unconstrained))
+        out.append(AccountantResult.not_applicable("rdp", unconstrained))
+        out.append(AccountantResult.not_applicable("tight", unconstrained))
     else:
         rho = _zcdp_budget(target, delta)
         reference = math.sqrt(8.0 * rho / sched.count) / sched.range_ratio
@@ -214,20 +205,14 @@ def _calibrations(
         eta = _shrink(candidate, lambda s: rdp_conversion(sched, s, delta, grid, True).value <= target)
         conversion = rdp_conversion(sched, eta, delta, grid, True)
         out.append(
-            AccountantResult(
-                "rdp",
-                True,
-                conversion.value,
-                "certified upper bound",
-                _RDP_METHOD,
-                optimal_order=_order(conversion),
-                calibrated_value=eta,
+            AccountantResult.certified(
+                "rdp", conversion.value, _RDP_METHOD, optimal_order=_order(conversion), calibrated_value=eta
             )
         )
         if not with_tight:
-            out.append(AccountantResult("tight", False, reason=NOT_ASKED_REASON))
+            out.append(AccountantResult.not_applicable("tight", NOT_ASKED_REASON))
         elif sched.count > MAX_COMPOSITIONS:
-            out.append(AccountantResult("tight", False, reason=_tight_too_many(sched.count)))
+            out.append(AccountantResult.not_applicable("tight", _tight_too_many(sched.count)))
         else:
             # (b) solve a hair below the target, then check what privacy() reports (the bisected ε, an upper bound)
             e0 = kov_max_epsilon0(sched.count, target * (1.0 - 1e-9), delta)
@@ -238,11 +223,7 @@ def _calibrations(
             start = max(e0, sched.epsilon0(out[0].calibrated_value or 0.0))  # rdp's answer is nearly feasible here
             eta = max(eta, _bounded_range_stepsize(sched, target, delta, start, e0))
             acc = account(sched, eta, delta, grid, True)
-            out.append(
-                AccountantResult(
-                    "tight", True, acc.tight, "certified upper bound", _tight_method(acc), calibrated_value=eta
-                )
-            )
+            out.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc), calibrated_value=eta))
     limit = 8.0 * math.log(1.0 / delta)
     if target <= limit:
         eta = _shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
@@ -257,7 +238,7 @@ def _calibrations(
             )
         )
     else:
-        out.append(AccountantResult("paper", False, reason=_paper_condition(target, delta)))
+        out.append(AccountantResult.not_applicable("paper", _paper_condition(target, delta)))
     for r in out:
         if r.applicable and not (r.calibrated_value and math.isfinite(r.calibrated_value) and r.calibrated_value > 0):
             raise CalibrationError(

@@ -6,10 +6,7 @@ import math
 
 import numpy as np
 
-from ...conversions import (
-    Conversion,
-    epsilon_from_rdp,
-)
+from ...conversions import Conversion, epsilon_from_rdp
 from ...errors import ParameterError
 from ...mechanisms.pure_composition import (
     MAX_COMPOSITIONS,
@@ -18,14 +15,7 @@ from ...mechanisms.pure_composition import (
     drv_epsilon,
     pure_dp_rdp,
 )
-from ...reports import (
-    AccountantResult,
-    Assumption,
-    BoundResult,
-    Conventions,
-    RdpCurve,
-    Release,
-)
+from ...reports import AccountantResult, Assumption, BoundResult, Conventions, RdpCurve, Release
 from .params import SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
 from .privacy import (
@@ -63,15 +53,11 @@ def _curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
 
 
 def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
-    results = [
-        AccountantResult(
-            "rdp", True, acc.rdp.value, "certified upper bound", _RDP_METHOD, optimal_order=_order(acc.rdp)
-        )
-    ]
+    results = [AccountantResult.certified("rdp", acc.rdp.value, _RDP_METHOD, optimal_order=_order(acc.rdp))]
     if acc.tight is None:
-        results.append(AccountantResult("tight", False, reason=acc.tight_reason))
+        results.append(AccountantResult.not_applicable("tight", acc.tight_reason))
     else:
-        results.append(AccountantResult("tight", True, acc.tight, "certified upper bound", _tight_method(acc)))
+        results.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc)))
     if acc.paper_valid:
         results.append(
             AccountantResult(
@@ -83,7 +69,7 @@ def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantR
             )
         )
     else:
-        results.append(AccountantResult("paper", False, reason=_paper_condition(acc.paper, delta)))
+        results.append(AccountantResult.not_applicable("paper", _paper_condition(acc.paper, delta)))
     return results
 
 

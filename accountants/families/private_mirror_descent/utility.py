@@ -6,12 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...reports import (
-    Assumption,
-    Recommendation,
-    UtilityBound,
-    UtilityReport,
-)
+from ...reports import Assumption, Recommendation, UtilityBound, UtilityReport
 from .params import ALGORITHM_ID, MAX_SAMPLES, SADDLE_VARIANTS, SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
 from .privacy import _shrink, _zcdp_budget

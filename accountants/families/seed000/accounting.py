@@ -65,15 +65,7 @@ def account(
         rdp_eps, alpha = epsilon_for_linear_rdp(rho, d)
         rdp_order = alpha if math.isfinite(alpha) else None
         results.append(
-            AccountantResult(
-                "rdp",
-                True,
-                rdp_eps,
-                "certified upper bound",
-                SINGLE_RDP_METHOD,
-                optimal_order=rdp_order,
-                noise_multiplier=tag,
-            )
+            AccountantResult.certified("rdp", rdp_eps, SINGLE_RDP_METHOD, optimal_order=rdp_order, noise_multiplier=tag)
         )
         tight = gaussian_epsilon(z, d)
         results.append(AccountantResult("tight", True, tight, "exact", TIGHT_METHOD, noise_multiplier=tag))
@@ -88,17 +80,11 @@ def account(
             )
         rdp_eps, rdp_order = conversion.value, conversion.optimal_order
         results.append(
-            AccountantResult(
-                "rdp",
-                True,
-                rdp_eps,
-                "certified upper bound",
-                releases.rdp_method(),
-                optimal_order=rdp_order,
-                noise_multiplier=tag,
+            AccountantResult.certified(
+                "rdp", rdp_eps, releases.rdp_method(), optimal_order=rdp_order, noise_multiplier=tag
             )
         )
-        results.append(AccountantResult("tight", False, reason=_MULTI_TIGHT_REASON))
+        results.append(AccountantResult.not_applicable("tight", _MULTI_TIGHT_REASON))
         curve_values = conversion.rdp
         bound_curves = [b.curve(grid) for b in bounds]
         bound_eps = [epsilon_from_rdp(b.curve, d, grid, refine).value for b in bounds]

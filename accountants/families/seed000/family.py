@@ -15,15 +15,7 @@ from typing import Any, TypeVar
 from ...family import AlgorithmFamily, CalibrationQuery, PrivacyQuery
 from ...params import ParamsModel
 from ...plans import MechanismPlan
-from ...reports import (
-    CalibrationReport,
-    Conventions,
-    Noise,
-    PrivacyReport,
-    Recommendation,
-    Release,
-    UtilityReport,
-)
+from ...reports import CalibrationReport, Conventions, Noise, PrivacyReport, Recommendation, Release, UtilityReport
 from .accounting import account, calibrate
 from .answers import calibration_report, privacy_report
 from .params import NoisyViParams

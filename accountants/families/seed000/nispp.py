@@ -34,15 +34,7 @@ from ...errors import ParameterError
 from ...family import Card
 from ...params import ParamsModel
 from ...registry import register
-from ...reports import (
-    Assumption,
-    Conventions,
-    Noise,
-    Recommendation,
-    Release,
-    UtilityBound,
-    UtilityReport,
-)
+from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
 from ...synthetic.bilinear import BilinearProblem
 from ...verification import Plan, register_simulator
 from .answers import finite_bounds

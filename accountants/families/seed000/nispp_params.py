@@ -9,9 +9,7 @@ from typing import Literal
 
 from ...errors import FieldIssue, ParameterError
 from ...params import MAX_COUNT, noise_multiplier_param, param
-from ...reports import (
-    Recommendation,
-)
+from ...reports import Recommendation
 from .answers import resolve_multiplier
 from .params import MAX_STEPS, SOURCE, NoisyViParams, common_issues
 from .releases import NoisyReleases, PaperStatement, gaussian_mechanism_statement, moments_statement

@@ -35,15 +35,7 @@ from ...errors import FieldIssue, ParameterError
 from ...family import Card
 from ...params import MAX_COUNT, ParamsModel, noise_multiplier_param, param
 from ...registry import register
-from ...reports import (
-    Assumption,
-    Conventions,
-    Noise,
-    Recommendation,
-    Release,
-    UtilityBound,
-    UtilityReport,
-)
+from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
 from ...synthetic.bilinear import BilinearProblem
 from ...verification import Plan, register_simulator
 from .answers import finite_bounds, resolve_multiplier
