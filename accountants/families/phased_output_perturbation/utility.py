@@ -83,6 +83,28 @@ class _Context:
     def exact(self, problem: tuple[Assumption, ...]) -> tuple[Assumption, ...]:
         return (*problem, self.solver, self.outside)
 
+    def closed_form(
+        self,
+        name: str,
+        measure: str,
+        value: float,
+        source: str,
+        problem: tuple[Assumption, ...],
+        exact: float,
+        extra: Sequence[Assumption] = (),
+        role: str = "closed",
+    ) -> UtilityValue:
+        """A theorem's closed form, a bound here where it dominates the proof's ``exact`` sum."""
+        return UtilityValue(
+            name, measure, value, source, self.closed(problem, value, exact, extra), role, exact_sum=exact
+        )
+
+    def exact_form(
+        self, name: str, measure: str, value: float, source: str, problem: tuple[Assumption, ...]
+    ) -> UtilityValue:
+        """The proof's exact sum (a bound for every noise level, K ≥ 1 and μ > 0)."""
+        return UtilityValue(name, measure, value, source, self.exact(problem), "exact")
+
 
 def _context(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -> _Context:
     cls, n = p.problem_class, p.dataset_size
@@ -146,27 +168,21 @@ def _strongly_convex(ctx: _Context) -> list[UtilityValue]:
     pop = L * L * kappa * (7.0 / (mu * n) + 48.0 * d * ctx.log25 / (mu * n * n * eps_z * eps_z))
     src = f"{SOURCE}, Theorem 3.4"
     return [
-        UtilityValue(
-            "Theorem 3.4 (empirical)", _EMPIRICAL, emp, src, ctx.closed(problem, emp, emp_exact), exact_sum=emp_exact
-        ),
-        UtilityValue(
-            "Theorem 3.4 (population)", _POPULATION, pop, src, ctx.closed(problem, pop, pop_exact), exact_sum=pop_exact
-        ),
-        UtilityValue(
+        ctx.closed_form("Theorem 3.4 (empirical)", _EMPIRICAL, emp, src, problem, emp_exact),
+        ctx.closed_form("Theorem 3.4 (population)", _POPULATION, pop, src, problem, pop_exact),
+        ctx.exact_form(
             "proof of Theorem 3.4, exact form (empirical)",
             _EMPIRICAL,
             emp_exact,
             f"{src} (proof, before simplification): ℓ(dσ² + E‖𝒜(S) − x̂*‖²)",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
-        UtilityValue(
+        ctx.exact_form(
             "proof of Theorem 3.4, exact form (population)",
             _POPULATION,
             pop_exact,
             f"{src} (proof): (3ℓ/2)(dσ² + E‖𝒜(S) − x̂*‖² + 4L²/(μ²n))",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
     ]
 
@@ -191,32 +207,21 @@ def _sc_sc(ctx: _Context) -> list[UtilityValue]:
     pop = 3.0 * L * L * c * (3.0 / (mu * n) + 128.0 * d * ctx.log5 / (mu * n * n * eps_z * eps_z))
     src = f"{SOURCE}, Theorem 4.4"
     return [
-        UtilityValue(
-            "Theorem 4.4 (empirical)",
-            _EMPIRICAL_GAP,
-            emp,
-            src,
-            ctx.closed(problem, emp, emp_exact),
-            exact_sum=emp_exact,
-        ),
-        UtilityValue(
-            "Theorem 4.4 (population)", _STRONG_GAP, pop, src, ctx.closed(problem, pop, pop_exact), exact_sum=pop_exact
-        ),
-        UtilityValue(
+        ctx.closed_form("Theorem 4.4 (empirical)", _EMPIRICAL_GAP, emp, src, problem, emp_exact),
+        ctx.closed_form("Theorem 4.4 (population)", _STRONG_GAP, pop, src, problem, pop_exact),
+        ctx.exact_form(
             "proof of Theorem 4.4, exact form (empirical)",
             _EMPIRICAL_GAP,
             emp_exact,
             f"{src} (proof): (κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ)",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
-        UtilityValue(
+        ctx.exact_form(
             "proof of Theorem 4.4, exact form (population)",
             _STRONG_GAP,
             pop_exact,
             f"{src} (proof): (3/2)(κ_xκ_y + κ)(μ_x d_x σ_x² + μ_y d_y σ_y² + 2γ + 4√2L²/(μn))",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
     ]
 
@@ -258,14 +263,13 @@ def _convex(ctx: _Context) -> list[UtilityValue]:
     conditions = ctx.closed(problem, closed, exact, _phased_conditions(ctx))
     return [
         UtilityValue("Theorem 3.7", _POPULATION_K, closed, src, conditions, exact_sum=exact),
-        UtilityValue(
+        ctx.exact_form(
             "proof of Theorem 3.7, exact sum",
             _POPULATION_K,
             exact,
             f"{src} (proof): L√E_K + Σ_{{k≥2}} (μ_k/2)E_{{k−1}} + Σ_k 2L²/(μ_k n̄) + (μ_1/2)D², "
             "E_k = 2dσ_k² + E‖x_k − x̂*_k‖²; any K ≥ 1 and μ > 0",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
     ]
 
@@ -289,14 +293,13 @@ def _c_c(ctx: _Context) -> list[UtilityValue]:
     conditions = ctx.closed(problem, closed, total, _phased_conditions(ctx))
     return [
         UtilityValue("Theorem 4.8", _WEAK_GAP, closed, src, conditions, exact_sum=total),
-        UtilityValue(
+        ctx.exact_form(
             "proof of Theorem 4.8, exact sum",
             _WEAK_GAP,
             total,
             f"{src} (proof, eq. (4) for each half): Σ over Alg. 4 (d_x) and Alg. 5 (d_y) of L√E_K + "
             "Σ_{k≥2} (μ_k/2)E_{k−1} + 8KL²/(μn̄) + (μ_1/2)D² + (μ/2)D², E_k = 2dσ_k² + E‖x_k − x̂*_k‖²",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
     ]
 
@@ -326,32 +329,24 @@ def _c_sc(ctx: _Context) -> list[UtilityValue]:
     src = f"{SOURCE}, Corollary 4.9"
     extra = (*_phased_conditions(ctx), valid)
     return [
-        UtilityValue(
-            "Corollary 4.9 (as stated)",
-            _PRIMAL_GAP,
-            stated,
-            src,
-            ctx.closed(problem, stated, exact, extra),
-            "closed",
-            exact_sum=exact,
-        ),
-        UtilityValue(
+        ctx.closed_form("Corollary 4.9 (as stated)", _PRIMAL_GAP, stated, src, problem, exact, extra=extra),
+        ctx.closed_form(
             "Corollary 4.9 (corrected: 65(K−1)·d_x·log(2.5/δ), spec §6.10)",
             _PRIMAL_GAP,
             corrected,
             f"{src}, last term re-derived from eq. (4) with μ → min{{μ_k, μ_y}} (spec §6.10)",
-            ctx.closed(problem, corrected, exact, extra),
-            "corrected",
-            exact_sum=exact,
+            problem,
+            exact,
+            extra=extra,
+            role="corrected",
         ),
-        UtilityValue(
+        ctx.exact_form(
             "proof of Corollary 4.9, exact sum",
             _PRIMAL_GAP,
             exact,
             f"{src} (eq. (4) with m_k = min{{μ_k, μ_y}}): L√E_K + Σ_{{k≥2}} (μ_k/2)E_{{k−1}} + Σ_k 8L²/(m_k n̄) + "
             "(μ_1/2)D², E_k = 2d_xσ_k² + E‖x_k − x̂*_k‖²",
-            ctx.exact(problem),
-            "exact",
+            problem,
         ),
     ]
 
