@@ -70,13 +70,24 @@ class Accounting:
     """Every accountant's answer at one stepsize."""
 
     rdp: Conversion
-    tight: float | None
-    tight_reason: str | None
     kov: float | None
+    tight_reason: str | None
+    """Why KOV's optimal composition of pure ε₀-DP samples has no value (None: it has one)."""
     bounded_range: float | None
     bounded_range_reason: str | None
     paper: float
-    paper_valid: bool
+    delta: float
+
+    @property
+    def tight(self) -> float | None:
+        """The smaller of the two optimal compositions that were computed (None where neither was)."""
+        known = [v for v in (self.kov, self.bounded_range) if v is not None]
+        return min(known) if known else None
+
+    @property
+    def paper_valid(self) -> bool:
+        """Whether the paper's statement is in its regime, ε ≤ 8 log(1/δ) (Corollary 3.6)."""
+        return self.paper <= 8.0 * math.log(1.0 / self.delta)
 
 
 def account(
@@ -96,19 +107,7 @@ def account(
     else:
         kov = kov_epsilon(sched.count, e0, delta)
     br, br_reason = bounded_range_optimum(sched, stepsize, delta) if tight else (None, NOT_ASKED_REASON)
-    known = [v for v in (kov, br) if v is not None]
-    tight = min(known) if known else None
-    paper = paper_epsilon(sched, stepsize, delta)
-    return Accounting(
-        rdp=conversion,
-        tight=tight,
-        tight_reason=reason,
-        kov=kov,
-        bounded_range=br,
-        bounded_range_reason=br_reason,
-        paper=paper,
-        paper_valid=paper <= 8.0 * math.log(1.0 / delta),
-    )
+    return Accounting(conversion, kov, reason, br, br_reason, paper_epsilon(sched, stepsize, delta), delta)
 
 
 @functools.lru_cache(maxsize=256)
@@ -332,15 +331,8 @@ def _paper_calibration(
             f"{' and ' if not condition and certified > target else ''}"
             f"{f'the certified ε {certified:.6g} exceeds the claimed {target:.6g}' if certified > target else ''}"
         )
-    return PaperCalibration(
-        source=f"{SOURCE}, {sched.paper_rule.split(':')[0]}",
-        noise_multiplier=None,
-        epsilon_claimed=target,
-        epsilon_certified=certified,
-        certified_by=by,
-        valid=valid,
-        note=note,
-    )
+    source = f"{SOURCE}, {sched.paper_rule.split(':')[0]}"
+    return PaperCalibration(source, None, target, certified, by, valid, note)
 
 
 def _order(conversion: Conversion) -> float | None:
