@@ -132,6 +132,11 @@ class Noise:
     sensitivity_rule: str
     units: str
 
+    @classmethod
+    def scaled(cls, noise_multiplier: float, sensitivity: float, sensitivity_rule: str, units: str) -> Noise:
+        """Noise of std z·Δ for multiplier z over sensitivity Δ."""
+        return cls(noise_multiplier, noise_multiplier * sensitivity, sensitivity, sensitivity_rule, units)
+
 
 @dataclass(frozen=True)
 class Conventions:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from ...errors import CalibrationError, ParameterError
@@ -38,8 +37,6 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
     card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = BilevelParams
     accountants = ("rdp", "tight", "paper")
-    accountant_notes = MappingProxyType({})
-    noise_fields = ("noise_multiplier",)
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
         """Per outer step 2K inner Gaussian steps and one outer release, T times, under replace-one; None for

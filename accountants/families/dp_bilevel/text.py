@@ -34,17 +34,14 @@ def _sampling_key(p: BilevelParams) -> str:
 
 def _noise(p: BilevelParams, z: float, z_in: float) -> Noise:
     inner_g, inner_l, outer = mechanisms(p)
-    return Noise(
-        noise_multiplier=z,
-        noise_std=z * outer.sensitivity,
-        sensitivity=outer.sensitivity,
-        sensitivity_rule=(
-            f"noise_multiplier z is the outer release's std over its replace-one sensitivity 2G/{outer.records} = "
-            f"{outer.sensitivity:.6g} (G = {p.clip:.6g}); every inner step has multiplier z_in = {z_in:.6g} over its "
-            f"own sensitivity: 2L₀^g/{inner_g.records} = {inner_g.sensitivity:.6g} (ỹ problem), "
-            f"2(L₀^f + λL₀^g)/{inner_l.records} = {inner_l.sensitivity:.6g} (ỹ^λ problem); see releases"
-        ),
-        units="noise_std is the per-coordinate std of N(0, σ²I_{d_x}) added to the penalty hypergradient "
+    return Noise.scaled(
+        z,
+        outer.sensitivity,
+        f"noise_multiplier z is the outer release's std over its replace-one sensitivity 2G/{outer.records} = "
+        f"{outer.sensitivity:.6g} (G = {p.clip:.6g}); every inner step has multiplier z_in = {z_in:.6g} over its "
+        f"own sensitivity: 2L₀^g/{inner_g.records} = {inner_g.sensitivity:.6g} (ỹ problem), "
+        f"2(L₀^f + λL₀^g)/{inner_l.records} = {inner_l.sensitivity:.6g} (ỹ^λ problem); see releases",
+        "noise_std is the per-coordinate std of N(0, σ²I_{d_x}) added to the penalty hypergradient "
         "(hypergradient units)",
     )
 

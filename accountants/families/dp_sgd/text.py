@@ -28,12 +28,11 @@ def _curve(conversion: Conversion) -> RdpCurve:
 
 
 def _noise(p: DpSgdParams, z: float) -> Noise:
-    return Noise(
-        noise_multiplier=z,
-        noise_std=z * p.sensitivity,
-        sensitivity=p.sensitivity,
-        sensitivity_rule=_SENSITIVITY_RULE[p.neighbouring],
-        units="noise_std is in the units of the summed clipped gradients (the same units as clip_norm)",
+    return Noise.scaled(
+        z,
+        p.sensitivity,
+        _SENSITIVITY_RULE[p.neighbouring],
+        "noise_std is in the units of the summed clipped gradients (the same units as clip_norm)",
     )
 
 

@@ -38,15 +38,12 @@ def _noise_multiplier(p: LastIterateParams) -> float:
 
 def _noise(p: LastIterateParams, z: float) -> Noise:
     unit = p.stepsize * p.clip_norm / p.batch_size
-    return Noise(
-        noise_multiplier=z,
-        noise_std=z * unit,
-        sensitivity=unit,
-        sensitivity_rule=(
-            "noise_multiplier is relative to λC/b (one clipped gradient's share of a step): σ = stepsize·z·C/b; "
-            f"the swap sensitivity of a step is 2λC/b = {2 * unit:.6g}"
-        ),
-        units="noise_std is per coordinate, in parameter units (added to the iterate, not to the gradient)",
+    return Noise.scaled(
+        z,
+        unit,
+        "noise_multiplier is relative to λC/b (one clipped gradient's share of a step): σ = stepsize·z·C/b; "
+        f"the swap sensitivity of a step is 2λC/b = {2 * unit:.6g}",
+        "noise_std is per coordinate, in parameter units (added to the iterate, not to the gradient)",
     )
 
 

@@ -50,7 +50,6 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
     card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = PhasedOutputPerturbationParams
     accountants = ("rdp", "tight", "paper")
-    noise_fields = ("noise_multiplier",)
 
     # -- privacy -------------------------------------------------------------------------------------------------
 

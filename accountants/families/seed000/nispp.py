@@ -203,12 +203,11 @@ def _noise(p: NisppParams, s: Setting) -> Noise:
     if s.general:
         rule += f"; above the paper's 4M/(λB) = {four:.6g} because ν exceeds 2M²/(λB²)"
     rule += "): replacing one record moves the prox point by at most Δ"
-    return Noise(
-        noise_multiplier=s.noise_multiplier,
-        noise_std=s.noise_multiplier * s.sensitivity,
-        sensitivity=s.sensitivity,
-        sensitivity_rule=rule,
-        units="noise_std is per coordinate, in parameter units, added to every prox point u_{k+1}",
+    return Noise.scaled(
+        s.noise_multiplier,
+        s.sensitivity,
+        rule,
+        "noise_std is per coordinate, in parameter units, added to every prox point u_{k+1}",
     )
 
 

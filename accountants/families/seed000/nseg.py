@@ -295,15 +295,12 @@ def _advice(p: NsegParams, epsilon: float, delta: float) -> list[Recommendation]
 
 
 def _noise(p: NsegParams, z: float) -> Noise:
-    return Noise(
-        noise_multiplier=z,
-        noise_std=z * p.sensitivity,
-        sensitivity=p.sensitivity,
-        sensitivity_rule=(
-            f"Δ = 2M/B = 2·{p.lipschitz:g}/{p.batch_size} = {p.sensitivity:.6g}: replacing one record moves one "
-            "batch-mean operator value by at most 2M/B"
-        ),
-        units="noise_std is per coordinate, in operator units, added to every operator evaluation",
+    return Noise.scaled(
+        z,
+        p.sensitivity,
+        f"Δ = 2M/B = 2·{p.lipschitz:g}/{p.batch_size} = {p.sensitivity:.6g}: replacing one record moves one "
+        "batch-mean operator value by at most 2M/B",
+        "noise_std is per coordinate, in operator units, added to every operator evaluation",
     )
 
 
