@@ -315,23 +315,6 @@ class AlgorithmFamily(ABC, Generic[P]):
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         """Predicted utility bounds with their theorems and assumptions (empty with a reason if none)."""
 
-    def describe(self) -> dict[str, Any]:
-        """Parameter schema, assumptions and bounds, for ``GET /v1/algorithms/{id}``."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "summary": self.summary,
-            "source": self.source,
-            "accountants": list(self.supported_accountants()),
-            "calibrated_parameter": self.calibrated_parameter,
-            "parameters": self.params_model.model_json_schema(),
-            "assumptions": list(self.assumptions),
-            "bounds": [b.__dict__ | {"conditions": list(b.conditions)} for b in self.bounds],
-            "verification": None
-            if self.simulator is None
-            else {"checks": list(self.simulator.checks), "problem": self.simulator.problem_model.model_json_schema()},
-        }
-
 
 Report = TypeVar("Report", PrivacyReport, CalibrationReport)
 

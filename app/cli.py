@@ -412,13 +412,13 @@ def _port_in_use(host: str, port: int) -> str | None:
 
 def _openapi(args: argparse.Namespace) -> int:
     """Write the OpenAPI document (after recording the service's answers to its request examples, if asked)."""
-    from . import api
     from .main import create_app
+    from .routes import examples
 
     if args.record_examples:
         answers = asyncio.run(_example_answers())
         text = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
-        api.RESPONSE_EXAMPLES_FILE.write_text(text, encoding="utf-8")
+        examples.RESPONSE_EXAMPLES_FILE.write_text(text, encoding="utf-8")
     text = json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -432,8 +432,8 @@ async def _example_answers() -> dict[str, dict[str, Any]]:
     """The in-process service's answer to every request example of the POST endpoints, by path and algorithm."""
     from accountants.family import Operation
 
-    from . import api
     from .main import create_app
+    from .routes import examples
 
     app = create_app()
     answers: dict[str, dict[str, Any]] = {}
@@ -441,7 +441,7 @@ async def _example_answers() -> dict[str, dict[str, Any]]:
     async with httpx.AsyncClient(transport=transport, base_url="http://dpcal.in-process", timeout=600) as client:
         for operation in (Operation.PRIVACY, Operation.CALIBRATE, Operation.UTILITY):
             path = f"/v1/{operation.value}"
-            for algorithm, example in api.request_examples(operation).items():
+            for algorithm, example in examples.request_examples(operation).items():
                 response = await client.post(path, json=example["value"])
                 response.raise_for_status()
                 answers.setdefault(path, {})[algorithm] = response.json()

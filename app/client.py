@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 import httpx
 from pydantic import TypeAdapter
@@ -64,6 +65,52 @@ def _decode(response: httpx.Response, kind: Any) -> Any:
 
 FINISHED = ("succeeded", "failed", "cancelled")
 
+T = TypeVar("T")
+OnProgress = Callable[[JobOut], None]
+"""Called with every state a polled job goes through."""
+
+
+class PrivacyOptions(TypedDict, total=False):
+    """Optional fields of a privacy request."""
+
+    accountant: str
+    orders: Sequence[float] | None
+    refine_order: bool
+
+
+class CalibrationOptions(TypedDict, total=False):
+    """Optional fields of a calibration request."""
+
+    accountant: str
+    orders: Sequence[float] | None
+
+
+class JobOptions(TypedDict, total=False):
+    """Optional fields of a verification job, and its idempotency key (sent as the Idempotency-Key header)."""
+
+    target_epsilon: float | None
+    checks: Sequence[str]
+    trials: int
+    seed: int
+    problem: Mapping[str, Any] | None
+    idempotency_key: str | None
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request of the API and the response model it answers with (both clients send the same calls)."""
+
+    method: str
+    path: str
+    answer: Any
+    """The response model, e.g. ``PrivacyResponse`` or ``list[AlgorithmSummary]``."""
+    json: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
+
+    def decode(self, response: httpx.Response) -> T:
+        result: T = _decode(response, self.answer)
+        return result
+
 
 def _body(algorithm: str, params: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     body = {"algorithm": algorithm, "params": dict(params)}
@@ -75,6 +122,63 @@ def _body(algorithm: str, params: Mapping[str, Any], **fields: Any) -> dict[str,
         }
     )
     return body
+
+
+class Calls:
+    """The requests of the API, as :class:`Call` values."""
+
+    @staticmethod
+    def health() -> Call[Health]:
+        return Call("GET", "/healthz", Health)
+
+    @staticmethod
+    def algorithms() -> Call[list[AlgorithmSummary]]:
+        return Call("GET", "/v1/algorithms", list[AlgorithmSummary])
+
+    @staticmethod
+    def algorithm(algorithm_id: str) -> Call[AlgorithmDetail]:
+        return Call("GET", f"/v1/algorithms/{algorithm_id}", AlgorithmDetail)
+
+    @staticmethod
+    def privacy(
+        algorithm: str, params: Mapping[str, Any], delta: float, options: PrivacyOptions
+    ) -> Call[PrivacyResponse]:
+        return Call("POST", "/v1/privacy", PrivacyResponse, _body(algorithm, params, delta=delta, **options))
+
+    @staticmethod
+    def calibrate(
+        algorithm: str, params: Mapping[str, Any], target_epsilon: float, delta: float, options: CalibrationOptions
+    ) -> Call[CalibrationResponse]:
+        body = _body(algorithm, params, target_epsilon=target_epsilon, delta=delta, **options)
+        return Call("POST", "/v1/calibrate", CalibrationResponse, body)
+
+    @staticmethod
+    def utility(algorithm: str, params: Mapping[str, Any]) -> Call[UtilityResponse]:
+        return Call("POST", "/v1/utility", UtilityResponse, _body(algorithm, params))
+
+    @staticmethod
+    def submit_job(algorithm: str, params: Mapping[str, Any], delta: float, options: JobOptions) -> Call[JobOut]:
+        fields = dict(options)
+        key = fields.pop("idempotency_key", None)
+        headers = {"Idempotency-Key": key} if key else None
+        return Call("POST", "/v1/jobs", JobOut, _body(algorithm, params, delta=delta, **fields), headers)
+
+    @staticmethod
+    def job(job_id: str) -> Call[JobOut]:
+        return Call("GET", f"/v1/jobs/{job_id}", JobOut)
+
+    @staticmethod
+    def cancel_job(job_id: str) -> Call[JobOut]:
+        return Call("DELETE", f"/v1/jobs/{job_id}", JobOut)
+
+
+def _finished(state: JobOut, job_id: str, deadline: float, timeout: float) -> bool:
+    """Whether polling stops at ``state`` (TimeoutError past the deadline)."""
+    if state.status in FINISHED:
+        return True
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"job {job_id} still {state.status} after {timeout:g} s")
+    return False
 
 
 class DpcalClient:
@@ -94,27 +198,24 @@ class DpcalClient:
     def close(self) -> None:
         self._http.close()
 
+    def send(self, call: Call[T]) -> T:
+        """Send ``call``; its typed answer, or :class:`DpcalProblem`."""
+        return call.decode(self._http.request(call.method, call.path, json=call.json, headers=call.headers))
+
     def health(self) -> Health:
-        return _decode(self._http.get("/healthz"), Health)
+        return self.send(Calls.health())
 
     def algorithms(self) -> list[AlgorithmSummary]:
-        return _decode(self._http.get("/v1/algorithms"), list[AlgorithmSummary])
+        return self.send(Calls.algorithms())
 
     def algorithm(self, algorithm_id: str) -> AlgorithmDetail:
-        return _decode(self._http.get(f"/v1/algorithms/{algorithm_id}"), AlgorithmDetail)
+        return self.send(Calls.algorithm(algorithm_id))
 
     def privacy(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        delta: float,
-        *,
-        accountant: str = "best",
-        orders: Sequence[float] | None = None,
-        refine_order: bool = True,
+        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[PrivacyOptions]
     ) -> PrivacyResponse:
-        body = _body(algorithm, params, delta=delta, accountant=accountant, orders=orders, refine_order=refine_order)
-        return _decode(self._http.post("/v1/privacy", json=body), PrivacyResponse)
+        """POST /v1/privacy; ``options``: accountant, orders, refine_order."""
+        return self.send(Calls.privacy(algorithm, params, delta, options))
 
     def calibrate(
         self,
@@ -122,46 +223,28 @@ class DpcalClient:
         params: Mapping[str, Any],
         target_epsilon: float,
         delta: float,
-        *,
-        accountant: str = "best",
-        orders: Sequence[float] | None = None,
+        **options: Unpack[CalibrationOptions],
     ) -> CalibrationResponse:
-        body = _body(
-            algorithm, params, target_epsilon=target_epsilon, delta=delta, accountant=accountant, orders=orders
-        )
-        return _decode(self._http.post("/v1/calibrate", json=body), CalibrationResponse)
+        """POST /v1/calibrate; ``options``: accountant, orders."""
+        return self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
     def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
-        return _decode(self._http.post("/v1/utility", json=_body(algorithm, params)), UtilityResponse)
+        return self.send(Calls.utility(algorithm, params))
 
     def submit_job(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        delta: float,
-        *,
-        idempotency_key: str | None = None,
-        **fields: Any,
+        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[JobOptions]
     ) -> JobOut:
-        """POST /v1/jobs; ``fields``: target_epsilon, checks, trials, seed, problem."""
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return _decode(
-            self._http.post("/v1/jobs", json=_body(algorithm, params, delta=delta, **fields), headers=headers), JobOut
-        )
+        """POST /v1/jobs; ``options``: target_epsilon, checks, trials, seed, problem, idempotency_key."""
+        return self.send(Calls.submit_job(algorithm, params, delta, options))
 
     def job(self, job_id: str) -> JobOut:
-        return _decode(self._http.get(f"/v1/jobs/{job_id}"), JobOut)
+        return self.send(Calls.job(job_id))
 
     def cancel_job(self, job_id: str) -> JobOut:
-        return _decode(self._http.delete(f"/v1/jobs/{job_id}"), JobOut)
+        return self.send(Calls.cancel_job(job_id))
 
     def wait_job(
-        self,
-        job_id: str,
-        *,
-        interval: float = 0.5,
-        timeout: float = 3600.0,
-        progress: Callable[[JobOut], None] | None = None,
+        self, job_id: str, *, interval: float = 0.5, timeout: float = 3600.0, progress: OnProgress | None = None
     ) -> JobOut:
         """Poll until the job finishes (``progress`` sees each state); TimeoutError after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -169,10 +252,8 @@ class DpcalClient:
             state = self.job(job_id)
             if progress is not None:
                 progress(state)
-            if state.status in FINISHED:
+            if _finished(state, job_id, deadline, timeout):
                 return state
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job_id} still {state.status} after {timeout:g} s")
             time.sleep(interval)
 
 
@@ -193,27 +274,23 @@ class AsyncDpcalClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def send(self, call: Call[T]) -> T:
+        """Send ``call``; its typed answer, or :class:`DpcalProblem`."""
+        return call.decode(await self._http.request(call.method, call.path, json=call.json, headers=call.headers))
+
     async def health(self) -> Health:
-        return _decode(await self._http.get("/healthz"), Health)
+        return await self.send(Calls.health())
 
     async def algorithms(self) -> list[AlgorithmSummary]:
-        return _decode(await self._http.get("/v1/algorithms"), list[AlgorithmSummary])
+        return await self.send(Calls.algorithms())
 
     async def algorithm(self, algorithm_id: str) -> AlgorithmDetail:
-        return _decode(await self._http.get(f"/v1/algorithms/{algorithm_id}"), AlgorithmDetail)
+        return await self.send(Calls.algorithm(algorithm_id))
 
     async def privacy(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        delta: float,
-        *,
-        accountant: str = "best",
-        orders: Sequence[float] | None = None,
-        refine_order: bool = True,
+        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[PrivacyOptions]
     ) -> PrivacyResponse:
-        body = _body(algorithm, params, delta=delta, accountant=accountant, orders=orders, refine_order=refine_order)
-        return _decode(await self._http.post("/v1/privacy", json=body), PrivacyResponse)
+        return await self.send(Calls.privacy(algorithm, params, delta, options))
 
     async def calibrate(
         self,
@@ -221,57 +298,45 @@ class AsyncDpcalClient:
         params: Mapping[str, Any],
         target_epsilon: float,
         delta: float,
-        *,
-        accountant: str = "best",
-        orders: Sequence[float] | None = None,
+        **options: Unpack[CalibrationOptions],
     ) -> CalibrationResponse:
-        body = _body(
-            algorithm, params, target_epsilon=target_epsilon, delta=delta, accountant=accountant, orders=orders
-        )
-        return _decode(await self._http.post("/v1/calibrate", json=body), CalibrationResponse)
+        return await self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
     async def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
-        return _decode(await self._http.post("/v1/utility", json=_body(algorithm, params)), UtilityResponse)
+        return await self.send(Calls.utility(algorithm, params))
 
     async def submit_job(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        delta: float,
-        *,
-        idempotency_key: str | None = None,
-        **fields: Any,
+        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[JobOptions]
     ) -> JobOut:
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return _decode(
-            await self._http.post("/v1/jobs", json=_body(algorithm, params, delta=delta, **fields), headers=headers),
-            JobOut,
-        )
+        return await self.send(Calls.submit_job(algorithm, params, delta, options))
 
     async def job(self, job_id: str) -> JobOut:
-        return _decode(await self._http.get(f"/v1/jobs/{job_id}"), JobOut)
+        return await self.send(Calls.job(job_id))
 
     async def cancel_job(self, job_id: str) -> JobOut:
-        return _decode(await self._http.delete(f"/v1/jobs/{job_id}"), JobOut)
+        return await self.send(Calls.cancel_job(job_id))
 
     async def wait_job(
-        self,
-        job_id: str,
-        *,
-        interval: float = 0.5,
-        timeout: float = 3600.0,
-        progress: Callable[[JobOut], None] | None = None,
+        self, job_id: str, *, interval: float = 0.5, timeout: float = 3600.0, progress: OnProgress | None = None
     ) -> JobOut:
         deadline = time.monotonic() + timeout
         while True:
             state = await self.job(job_id)
             if progress is not None:
                 progress(state)
-            if state.status in FINISHED:
+            if _finished(state, job_id, deadline, timeout):
                 return state
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job_id} still {state.status} after {timeout:g} s")
             await asyncio.sleep(interval)
 
 
-__all__ = ["DEFAULT_URL", "AsyncDpcalClient", "DpcalClient", "DpcalProblem"]
+__all__ = [
+    "DEFAULT_URL",
+    "AsyncDpcalClient",
+    "CalibrationOptions",
+    "Call",
+    "Calls",
+    "DpcalClient",
+    "DpcalProblem",
+    "JobOptions",
+    "PrivacyOptions",
+]

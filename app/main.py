@@ -10,11 +10,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import __version__, api, docs, problems
+from . import __version__, docs, problems, routes
 from .compute import Compute
 from .host import exit_with_parent
 from .jobs.manager import JobManager
-from .schemas import Health
 from .settings import Settings
 from .worker import pin_blas_threads
 
@@ -41,30 +40,17 @@ and the step count. Errors are RFC 9457 problem details naming each offending fi
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     pin_blas_threads()
-    lock = threading.Lock()
     compute = Compute(settings)
-
-    async def compute_of() -> Compute:  # async: a sync dependency would cost a thread hop per request
-        return compute
-
-    def manager_of(request: Request) -> JobManager:
-        """The job manager, started with the app (or on first use where the host skips lifespan events)."""
-        state = request.app.state
-        with lock:
-            if getattr(state, "jobs", None) is None:
-                state.jobs = JobManager(settings)
-                state.jobs.start()
-            return state.jobs
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         _exit_with_supervisor()
         compute.warm()
-        with lock:
+        with app.state.jobs_lock:
             app.state.jobs = JobManager(settings)
             app.state.jobs.start()
         yield
-        with lock:
+        with app.state.jobs_lock:
             app.state.jobs.stop()
             app.state.jobs = None
 
@@ -78,17 +64,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         license_info={"name": "Apache-2.0"},
     )
     app.state.settings = settings
-    bodies = api.request_bodies()
+    app.state.compute = compute
+    app.state.jobs_lock = threading.Lock()
+    bodies = routes.request_bodies()
     problems.install(app, {path: body.variants for path, body in bodies.items()})
     docs.install(app)
-    app.include_router(api.build_router(bodies, compute_of))
-    app.include_router(api.build_jobs_router(bodies["/v1/jobs"], manager_of))
-
-    @app.get("/healthz", response_model=Health, tags=["service"], summary="Liveness")
-    def healthz() -> Health:
-        """The service is up; its version."""
-        return Health(status="ok", version=__version__)
-
+    routes.include(app, bodies)
     app.add_middleware(RequestGate, max_body_bytes=settings.max_body_bytes)
     return app
 

@@ -115,8 +115,7 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
 
     @app.exception_handler(ParameterError)
     async def _parameter(request: Request, exc: ParameterError) -> JSONResponse:
-        fields = getattr(request.state, "params_fields", ())
-        return problem_response(request, invalid(params_location(exc.issues, fields)))
+        return problem_response(request, invalid(exc.issues))
 
     @app.exception_handler(UnknownAlgorithmError)
     async def _unknown(request: Request, exc: UnknownAlgorithmError) -> JSONResponse:

@@ -1,15 +1,16 @@
 """The OpenAPI document's examples are the service's own: every algorithm has a request example on every POST
 endpoint, each answers 200, and the recorded response examples equal the live answers (`make openapi` records them)."""
 
+import json
 import math
 
 import pytest
 
 from accountants import registry
 from accountants.family import Operation
-from app import api
+from app.routes import examples as api
 
-ANSWERS = api.json.loads(api.RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8"))
+ANSWERS = json.loads(api.RESPONSE_EXAMPLES_FILE.read_text(encoding="utf-8"))
 OPERATIONS = (Operation.PRIVACY, Operation.CALIBRATE, Operation.UTILITY)
 
 

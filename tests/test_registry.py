@@ -5,6 +5,7 @@ import pytest
 from accountants import registry
 from accountants.errors import UnknownAlgorithmError
 from accountants.family import ACCOUNTANT_NAMES
+from app.schemas import AlgorithmDetail
 
 NON_STANDARD_KEYWORDS = {"ge", "gt", "le", "lt", "multiple_of"}
 
@@ -23,7 +24,7 @@ def test_unknown_algorithm_lists_valid_ids():
 
 @pytest.mark.parametrize("family", registry.families(), ids=lambda f: f.id)
 def test_every_parameter_is_documented(family):
-    schema = family.describe()["parameters"]
+    schema = AlgorithmDetail.from_family(family).parameters
     for name, prop in schema["properties"].items():
         assert prop.get("description"), name
         assert prop.get("examples"), name
@@ -33,7 +34,7 @@ def test_every_parameter_is_documented(family):
 
 @pytest.mark.parametrize("family", registry.families(), ids=lambda f: f.id)
 def test_describe_lists_accountants_and_bounds(family):
-    description = family.describe()
+    description = AlgorithmDetail.from_family(family).model_dump()
     assert description["accountants"][0] == "best"
     assert set(description["accountants"]) <= set(ACCOUNTANT_NAMES)
     assert description["bounds"] and all(b["source"] for b in description["bounds"])

@@ -56,13 +56,13 @@ def bounded_range_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
 
 def advanced_composition_epsilon(count: float, epsilon0: float, delta: float) -> float:
     """√(2k log(1/δ))·ε₀ + kε₀²/2 (fully adaptive filter, Whitehouse et al. 2023; the zCDP route)."""
-    return math.sqrt(2.0 * count * math.log(1.0 / delta)) * epsilon0 + count * epsilon0 * epsilon0 / 2.0
+    return math.sqrt(2.0 * count * (-math.log(delta))) * epsilon0 + count * epsilon0 * epsilon0 / 2.0
 
 
 def drv_epsilon(count: float, epsilon0: float, delta: float) -> float:
     """min{kε₀, √(2k log(1/δ))·ε₀ + kε₀(e^{ε₀} − 1)} (Dwork, Rothblum & Vadhan 2010, Thm. III.3)."""
     with np.errstate(over="ignore"):
-        advanced = math.sqrt(2.0 * count * math.log(1.0 / delta)) * epsilon0 + count * epsilon0 * math.expm1(
+        advanced = math.sqrt(2.0 * count * (-math.log(delta))) * epsilon0 + count * epsilon0 * math.expm1(
             min(epsilon0, 700.0)
         )
     return min(count * epsilon0, advanced)
@@ -246,7 +246,7 @@ def kov_max_epsilon0(count: int, epsilon: float, delta: float, rtol: float = 1e-
         return kov_log_delta(count, e0, epsilon, resolution) <= log_delta
 
     k = float(count)
-    lg = math.log(1.0 / delta)
+    lg = -math.log(delta)
     # the advanced-composition ε₀ is feasible (KOV is optimal, so never worse): start the search there
     advanced = 2.0 * epsilon / (math.sqrt(2.0 * k * lg + 2.0 * k * epsilon) + math.sqrt(2.0 * k * lg))
     lo = max(epsilon / k, advanced)

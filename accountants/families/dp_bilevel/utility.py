@@ -89,10 +89,10 @@ def error_budget(p: BilevelParams, z: float, z_in: float) -> ErrorBudget:
     e0 = solve_g.radius(r0)
     el = solve_l.radius(r0 + p.lipschitz_f / (lam * mu))
     bias = (p.smoothness_f + lam * p.smoothness_g) * el + lam * p.smoothness_g * e0
-    noise = z * outer.sensitivity * (math.sqrt(p.dimension_x) + math.sqrt(2.0 * math.log(4.0 * t / gamma)))
+    noise = z * outer.sensitivity * (math.sqrt(p.dimension_x) + math.sqrt(2.0 * (math.log(4.0 * t) - math.log(gamma))))
     sampling = 0.0
     if p.mini:
-        sampling = 2.0 * p.clip * math.sqrt(2.0 * math.log(8.0 * t / gamma) / p.batch_size_outer)  # type: ignore[operator]
+        sampling = 2.0 * p.clip * math.sqrt(2.0 * (math.log(8.0 * t) - math.log(gamma)) / p.batch_size_outer)  # type: ignore[operator]
     return ErrorBudget(e0, el, bias, noise, sampling)
 
 

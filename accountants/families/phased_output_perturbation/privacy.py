@@ -22,8 +22,8 @@ def paper_noise_multiplier(problem_class: str, epsilon: float, delta: float) -> 
     """z = σ/Δ of the printed calibrations (§3.3): √(2 ln(2.5/δ))/ε (Alg. 1, 2, C-SC: Def. 2 at (ε, δ/2) plus failure
     δ/2), or 2√(2 ln(5/δ))/ε (Alg. 3, 4, 5: each of two releases at (ε/2, δ/4) plus failure δ/4)."""
     if problem_class in SPLIT:
-        return 2.0 * math.sqrt(2.0 * math.log(5.0 / delta)) / epsilon
-    return math.sqrt(2.0 * math.log(2.5 / delta)) / epsilon
+        return 2.0 * math.sqrt(2.0 * (math.log(5.0) - math.log(delta))) / epsilon
+    return math.sqrt(2.0 * (math.log(2.5) - math.log(delta))) / epsilon
 
 
 def paper_epsilon(problem_class: str, noise_multiplier: float, delta: float) -> float:

@@ -142,8 +142,8 @@ def _context(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -
         n,
         eps_z,
         paper_failure_probability(cls, delta),
-        math.log(2.5 / delta),
-        math.log(5.0 / delta),
+        (math.log(2.5) - math.log(delta)),
+        (math.log(5.0) - math.log(delta)),
         regime,
         solver,
         outside,
@@ -321,7 +321,7 @@ def _c_sc(ctx: _Context) -> list[UtilityValue]:
     exact = head + sum(8.0 * L * L / (r.m_k * nbar) for r in rel)  # type: ignore[operator]
     part1 = 6.0 * L * D * K * (1.0 / math.sqrt(n) + 4.0 * math.sqrt(dx * ctx.log25) / (n * eps_z))
     stated = part1 + L * L * K * K * (
-        8.0 / (muy * n) + 65.0 * dx * math.log(2.5 * n / delta) / (muy * n * n * eps_z * eps_z)
+        8.0 / (muy * n) + 65.0 * dx * (math.log(2.5 * n) - math.log(delta)) / (muy * n * n * eps_z * eps_z)
     )
     corrected = part1 + L * L * K * K * (
         8.0 / (muy * n) + 65.0 * (K - 1) * dx * ctx.log25 / (muy * n * n * eps_z * eps_z)

@@ -51,17 +51,13 @@ def rdp_labels(sched: Schedule, stepsize: float, orders: np.ndarray) -> tuple[st
 
 def paper_epsilon(sched: Schedule, stepsize: float, delta: float) -> float:
     """ε of Corollary 3.6 as printed: 2√(2k log(1/δ))·ε₀ with the paper's ε₀ and count."""
-    return (
-        2.0 * math.sqrt(2.0 * sched.paper_count * math.log(1.0 / delta)) * sched.paper_epsilon0_per_stepsize * stepsize
-    )
+    return 2.0 * math.sqrt(2.0 * sched.paper_count * (-math.log(delta))) * sched.paper_epsilon0_per_stepsize * stepsize
 
 
 def paper_stepsize(sched: Schedule, epsilon: float, delta: float) -> float:
     """The paper's stepsize rule: ε₀ = ε/(2√(2k log(1/δ))) (Cor. 3.6), η = ε₀ over ε₀ per unit stepsize."""
     return (
-        epsilon
-        / (2.0 * math.sqrt(2.0 * sched.paper_count * math.log(1.0 / delta)))
-        / (sched.paper_epsilon0_per_stepsize)
+        epsilon / (2.0 * math.sqrt(2.0 * sched.paper_count * (-math.log(delta)))) / (sched.paper_epsilon0_per_stepsize)
     )
 
 
@@ -87,7 +83,7 @@ class Accounting:
     @property
     def paper_valid(self) -> bool:
         """Whether the paper's statement is in its regime, ε ≤ 8 log(1/δ) (Corollary 3.6)."""
-        return self.paper <= 8.0 * math.log(1.0 / self.delta)
+        return self.paper <= 8.0 * (-math.log(self.delta))
 
 
 def account(
@@ -223,7 +219,7 @@ def _calibrations(
             eta = max(eta, _bounded_range_stepsize(sched, target, delta, start, e0))
             acc = account(sched, eta, delta, grid, True)
             out.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc), calibrated_value=eta))
-    limit = 8.0 * math.log(1.0 / delta)
+    limit = 8.0 * (-math.log(delta))
     if target <= limit:
         eta = _shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
         out.append(
@@ -301,7 +297,7 @@ def _shrink(stepsize: float, feasible: Callable[[float], bool]) -> float:
 
 def _paper_condition(epsilon: float, delta: float) -> str:
     return (
-        f"Corollary 3.6 needs ε ≤ 8 log(1/δ) = {8.0 * math.log(1.0 / delta):.6g}; here ε = {epsilon:.6g}, so the "
+        f"Corollary 3.6 needs ε ≤ 8 log(1/δ) = {8.0 * (-math.log(delta)):.6g}; here ε = {epsilon:.6g}, so the "
         "printed statement does not apply"
     )
 
@@ -315,13 +311,13 @@ def _paper_calibration(
     acc = account(sched, eta, delta, grid, True, with_tight)
     certified = acc.rdp.value if acc.tight is None else min(acc.rdp.value, acc.tight)
     by = "rdp" if acc.tight is None or acc.rdp.value <= acc.tight else "tight"
-    condition = target <= 8.0 * math.log(1.0 / delta)
+    condition = target <= 8.0 * (-math.log(delta))
     valid = condition and certified <= target
     e0 = sched.paper_epsilon0_per_stepsize * eta
     note = (
         f"prescribed stepsize η = {eta:.6g} (ε₀ = {e0:.6g} per sample as the paper counts it, "
         f"k = {sched.paper_count}); "
-        f"{sched.paper_rule}. Condition ε ≤ 8 log(1/δ) = {8.0 * math.log(1.0 / delta):.6g}: "
+        f"{sched.paper_rule}. Condition ε ≤ 8 log(1/δ) = {8.0 * (-math.log(delta)):.6g}: "
         f"{'holds' if condition else 'fails'}. The paper's rule is conservative (it halves the exact "
         "advanced-composition ε₀ and ignores bounded range)"
     )
@@ -363,5 +359,5 @@ def _zcdp_budget(epsilon: float, delta: float) -> float:
     try:
         return linear_rdp_for_epsilon(epsilon, delta)
     except (ValueError, OverflowError):
-        lg = math.log(1.0 / delta)
+        lg = -math.log(delta)
         return epsilon * epsilon / (math.sqrt(lg + epsilon) + math.sqrt(lg)) ** 2

@@ -281,7 +281,7 @@ def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounti
             None if acc.paper_valid else _paper_condition(acc.paper, delta),
             (
                 Assumption(
-                    f"ε ≤ 8 log(1/δ) = {8.0 * math.log(1.0 / delta):.6g}",
+                    f"ε ≤ 8 log(1/δ) = {8.0 * (-math.log(delta)):.6g}",
                     acc.paper_valid,
                     f"ε = {acc.paper:.6g}",
                 ),

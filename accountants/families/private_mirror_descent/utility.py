@@ -51,7 +51,7 @@ def nonprivate_stepsize(steps: int, ell: float, L0: float) -> float:
 
 def rate_algorithm1(n: int, d: float, eps: float, delta: float, L0: float, L1: float, L2: float, regime_: str) -> float:
     """Theorem 3.1, eqs. (5)–(7), unit constants [A/R]: C·[√(ℓ/n) + private term], ℓ = log d."""
-    ell, lg = math.log(d), math.log(1.0 / delta)
+    ell, lg = math.log(d), (-math.log(delta))
     if regime_ == "quadratic":
         private, c = ell**0.75 * lg**0.25 / math.sqrt(n * eps), L0 + L1
     elif regime_ == "first":
@@ -67,7 +67,7 @@ def rate_algorithm3(n: int, d: float, eps: float, delta: float, L0: float, L1: f
     return (
         (L0 + L1 + L2)
         * max(math.log2(n), 1.0)
-        * (math.sqrt(ell / n) + ell * math.log(1.0 / delta) ** 0.25 / math.sqrt(n * eps))
+        * (math.sqrt(ell / n) + ell * (-math.log(delta)) ** 0.25 / math.sqrt(n * eps))
     )
 
 
@@ -89,7 +89,7 @@ def paper_parameters(
     n: int, d: float, eps: float, delta: float, L0: float, L1: float, L2: float, regime_: str
 ) -> dict[str, float]:
     """Algorithm 1's parameters from balancing Theorem 3.1's bound [R] (spec §4.3, §7.3 ``alg1_paper_params``)."""
-    ell, lg = math.log(d), math.log(1.0 / delta)
+    ell, lg = math.log(d), (-math.log(delta))
     log_k = -math.inf  # in log space: the constants may be extreme
     log_n_eps = math.log(n) + math.log(eps)
     if regime_ == "first" and L1 > 0:

@@ -100,7 +100,7 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
 
 def corollary2_explicit(n: int, M: float, L: float, D: float, d: int, epsilon: float, delta: float) -> float:
     """Corollary 2's term-by-term bound at its own parameters, with the corrected 80 (the paper prints 40)."""
-    ln = math.log(1.0 / delta)
+    ln = -math.log(delta)
     root = math.sqrt(d * ln)
     return (
         2.0 * M * D / n
@@ -113,7 +113,7 @@ def corollary2_explicit(n: int, M: float, L: float, D: float, d: int, epsilon: f
 
 def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBound]:
     M, L, D, d, n = p.lipschitz, p.smoothness, p.diameter, p.dimension, p.dataset_size
-    root = math.sqrt(d * math.log(1.0 / delta))
+    root = math.sqrt(d * (-math.log(delta)))
     if p.passes == "single":
         return [
             UtilityBound.explicit(

@@ -191,13 +191,13 @@ def paper_statement(p: NisppParams) -> PaperStatement:
         return moments_statement(
             f"{SOURCE}, Theorem 7 (σ = 8M√(ln(1/η))/(Bλε), via Theorem 1)",
             "σ/(4M/(λB)) = 2√(ln(1/η))/ε (Theorem 7)",
-            lambda d: 2.0 * math.sqrt(math.log(1.0 / d)),
+            lambda d: 2.0 * math.sqrt(-math.log(d)),
             scale,
         )
     q = b / n
     return moments_statement(
         f"{SOURCE}, Theorem 1 with K = {steps}, m = B (Theorem 7's own K = n, B = √n do not hold)",
         "σ/(4M/(λB)) = √2·q·√(K ln(1/η))/ε (Theorem 1)",
-        lambda d: math.sqrt(2.0) * q * math.sqrt(steps * math.log(1.0 / d)),
+        lambda d: math.sqrt(2.0) * q * math.sqrt(steps * (-math.log(d))),
         scale,
     )

@@ -129,7 +129,7 @@ def paper_statement(p: NsegParams) -> PaperStatement:
     return moments_statement(
         f"{SOURCE}, Proposition 7 (Theorem 1 with K = T = {steps})",
         "z = √2·q·√(T ln(1/η))/ε (Theorem 1, K = T)",
-        lambda d: math.sqrt(2.0) * q * math.sqrt(steps * math.log(1.0 / d)),
+        lambda d: math.sqrt(2.0) * q * math.sqrt(steps * (-math.log(d))),
     )
 
 
@@ -201,7 +201,7 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
 def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBound]:
     """The O-rates of Corollary 1 / Theorem 4 at (ε, δ), every constant set to 1."""
     M, L, D, d, n = p.lipschitz, p.smoothness, p.diameter, p.dimension, p.dataset_size
-    ln = math.log(1.0 / delta)
+    ln = -math.log(delta)
     if p.passes == "single":
         value = M * D * max((d * ln) ** 0.25 / math.sqrt(n * epsilon), math.sqrt(d * ln) / (n * epsilon))
         return [
@@ -279,7 +279,7 @@ def _stepsize(p: NsegParams, sigma: float) -> tuple[float, list[Recommendation]]
 def _advice(p: NsegParams, epsilon: float, delta: float) -> list[Recommendation]:
     """The paper's batch size and step count for the target (advice: they change the accounting if adopted)."""
     n, d = p.dataset_size, p.dimension
-    ln = math.log(1.0 / delta)
+    ln = -math.log(delta)
     if p.passes == "single":
         b = max(1, min(int(math.sqrt(d * ln) / epsilon), n // 2))
         return [

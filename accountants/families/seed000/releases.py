@@ -210,7 +210,7 @@ class PaperStatement:
 def gaussian_mechanism_statement(source: str, scale: Callable[[float], float] | None = None) -> PaperStatement:
     """Seed 000 Prop. 3 in multiplier units: σ = Δ√(2 ln(1/η))/ε, i.e. z = √(2 ln(1/η))/ε."""
     return PaperStatement(
-        source, "z = √(2 ln(1/η))/ε (Prop. 3)", lambda d: math.sqrt(2.0 * math.log(1.0 / d)), "gaussian", scale
+        source, "z = √(2 ln(1/η))/ε (Prop. 3)", lambda d: math.sqrt(2.0 * (-math.log(d))), "gaussian", scale
     )
 
 

@@ -1,0 +1,48 @@
+"""What the routes depend on: the app's compute and job manager (set up by :func:`app.main.create_app`) and the
+location of the library's parameter errors in a request body."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from accountants.errors import ParameterError
+from accountants.family import AlgorithmFamily
+
+from .compute import Compute
+from .jobs.manager import JobManager
+from .problems import params_location
+
+
+async def compute(request: Request) -> Compute:
+    """The app's :class:`Compute` (async: a sync dependency would cost a thread hop per request)."""
+    answers: Compute = request.app.state.compute
+    return answers
+
+
+def job_manager(request: Request) -> JobManager:
+    """The job manager, started with the app (or on first use where the host skips lifespan events)."""
+    state = request.app.state
+    with state.jobs_lock:
+        if getattr(state, "jobs", None) is None:
+            state.jobs = JobManager(state.settings)
+            state.jobs.start()
+        manager: JobManager = state.jobs
+        return manager
+
+
+ComputeDep = Annotated[Compute, Depends(compute)]
+JobManagerDep = Annotated[JobManager, Depends(job_manager)]
+
+
+@contextmanager
+def in_params(family: AlgorithmFamily[Any]) -> Iterator[None]:
+    """Errors the library raises about a hyperparameter name it by itself; in the request body it sits under
+    ``params``."""
+    try:
+        yield
+    except ParameterError as error:
+        raise type(error)(params_location(error.issues, family.params_model.model_fields)) from None

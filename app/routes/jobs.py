@@ -1,0 +1,194 @@
+"""``/v1/jobs``: verification jobs — submitted (idempotently), listed, polled and cancelled; the job manager stores,
+leases and runs them."""
+
+# no `from __future__ import annotations`: FastAPI reads the body type of the endpoints built here at run time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Path, Query, Response
+
+from accountants import registry
+
+from ..deps import JobManagerDep, in_params
+from ..jobs.store import IdempotencyConflict, Job, QueueFull, iso
+from ..problems import ApiProblem
+from ..schemas import JobAccounting, JobList, JobOut, JobStatus, Progress, RequestBody
+from .examples import job_examples
+from .responses import PROBLEM_CONTENT, errors
+
+RETRY_AFTER_SECONDS = 10
+SUBMIT_ERRORS = errors(400, 404, 413, 415, 422) | {
+    409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
+    429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
+}
+UNKNOWN_JOB = {"content": PROBLEM_CONTENT, "description": "Unknown job id."}
+JobId = Annotated[str, Path(max_length=64, description="Job id.")]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="Retry safely: the same key and body return the same job; another body is a 409.",
+    ),
+]
+
+
+def build_router(body: RequestBody) -> APIRouter:
+    """The job routes, the submission's body being the union of every family's job request."""
+    router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+    router.add_api_route(
+        "",
+        _submit(body.annotation),
+        methods=["POST"],
+        name="submit",
+        status_code=202,
+        response_model=JobOut,
+        responses=SUBMIT_ERRORS,
+        summary="Submit a verification job",
+    )
+    router.add_api_route(
+        "", list_jobs, methods=["GET"], response_model=JobList, responses=errors(422), summary="List jobs"
+    )
+    router.add_api_route(
+        "/{job_id}",
+        get_job,
+        methods=["GET"],
+        response_model=JobOut,
+        responses={404: UNKNOWN_JOB} | errors(422),
+        summary="A job",
+    )
+    finished = {"content": PROBLEM_CONTENT, "description": "The job has already finished."}
+    router.add_api_route(
+        "/{job_id}",
+        cancel_job,
+        methods=["DELETE"],
+        response_model=JobOut,
+        responses={404: UNKNOWN_JOB} | errors(422) | {409: finished},
+        summary="Cancel a job",
+    )
+    return router
+
+
+def _submit(job_type: Any) -> Callable[..., JobOut]:
+    def submit(
+        response: Response,
+        manager: JobManagerDep,
+        job: Annotated[job_type, Body(openapi_examples=job_examples())],  # type: ignore[valid-type]  # built from the registry
+        idempotency_key: IdempotencyKey = None,
+    ) -> JobOut:
+        """Run the algorithm many times on a synthetic problem (after calibrating the noise, if a target ε is
+        given) and measure utility and an empirical lower bound on ε. Answers 202 with the queued job; poll the
+        Location."""
+        try:
+            with in_params(registry.get(job.algorithm)):
+                stored, created = manager.submit(job.model_dump(mode="json"), idempotency_key)
+        except IdempotencyConflict as conflict:
+            raise ApiProblem(
+                409,
+                "idempotency-conflict",
+                "Idempotency key reused",
+                f"Idempotency-Key {idempotency_key!r} was used for job {conflict.job.id} with another request body",
+                job=conflict.job.id,
+            ) from None
+        except QueueFull as full:
+            raise ApiProblem(
+                429,
+                "queue-full",
+                "Too many queued jobs",
+                f"{full.queued} jobs are already queued (DPCAL_JOB_MAX_QUEUED); retry later",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            ) from None
+        response.headers["Location"] = f"/v1/jobs/{stored.id}"
+        if not created:
+            response.headers["Idempotent-Replayed"] = "true"
+        return job_out(stored)
+
+    return submit
+
+
+def list_jobs(
+    manager: JobManagerDep,
+    status: Annotated[JobStatus | None, Query(description="Only jobs with this status.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="Jobs per page.")] = 50,
+    cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page.")] = None,
+) -> JobList:
+    """Jobs, newest first, optionally filtered by status; pages are chained by next_cursor."""
+    after = 2**62
+    if cursor is not None:
+        seq = manager.store.seq(cursor)
+        if seq is None:
+            raise ApiProblem(
+                422,
+                "invalid-request",
+                "Invalid request",
+                f"unknown cursor {cursor!r}",
+                errors=[
+                    {
+                        "loc": ["query", "cursor"],
+                        "message": "unknown cursor",
+                        "allowed": "a next_cursor returned by this endpoint",
+                    }
+                ],
+            )
+        after = seq
+    jobs = manager.store.list(status, limit + 1, after)
+    page = jobs[:limit]
+    return JobList(jobs=[job_out(j) for j in page], next_cursor=page[-1].id if len(jobs) > limit else None)
+
+
+def get_job(manager: JobManagerDep, job_id: JobId) -> JobOut:
+    """Status, progress, timestamps, the request, and the result or the error."""
+    return job_out(_stored(manager, job_id))
+
+
+def cancel_job(manager: JobManagerDep, response: Response, job_id: JobId) -> JobOut:
+    """Cancel a queued job (at once) or a running one (it stops after the chunk in progress: 202 until then);
+    a finished job is a 409."""
+    before = _stored(manager, job_id)
+    if before.finished:
+        raise ApiProblem(409, "job-finished", "Job already finished", f"job {job_id} is {before.status}")
+    job = manager.cancel(job_id)
+    if job is None:
+        raise _missing(job_id)
+    if job.status == "running":
+        response.status_code = 202
+    return job_out(job)
+
+
+def _stored(manager: Any, job_id: str) -> Job:
+    job: Job | None = manager.store.get(job_id)
+    if job is None:
+        raise _missing(job_id)
+    return job
+
+
+def _missing(job_id: str) -> ApiProblem:
+    return ApiProblem(404, "unknown-job", "Unknown job", f"no job {job_id!r}")
+
+
+def job_out(job: Job) -> JobOut:
+    """A stored job as the API shows it."""
+    plan = job.plan
+    accounting = JobAccounting(
+        noise_multiplier=plan["params"].get("noise_multiplier"),
+        epsilon_accounted=plan["epsilon_accounted"],
+        accountant=plan["accountant"],
+        epsilon_exact=plan["epsilon_exact"],
+        predicted_bound=plan["predicted_bound"],
+        problem=plan["problem"],
+    )
+    return JobOut(
+        id=job.id,
+        status=job.status,
+        progress=Progress(completed=job.completed, total=job.total),
+        created_at=iso(job.created_at),
+        started_at=iso(job.started_at),
+        updated_at=iso(job.updated_at),
+        finished_at=iso(job.finished_at),
+        attempts=job.attempts,
+        cancel_requested=job.cancel_requested,
+        request=job.request,
+        accounting=accounting,
+        result=job.result,
+        error=job.error,
+    )

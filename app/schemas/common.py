@@ -1,0 +1,61 @@
+"""The base models of the HTTP contract and the service's own answers (health, problem details)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    """Request bodies: unknown fields rejected, strict JSON types, finite numbers only."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class Out(BaseModel):
+    """Response bodies: built from the library's report objects."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = Field(description="Always ok when the service answers.", examples=["ok"])
+    version: str = Field(description="dpcal version.", examples=["0.1.0"])
+
+
+class ProblemField(BaseModel):
+    loc: list[str | int] = Field(
+        description="Where the offending value is in the request body.", examples=[["params", "batch_size"]]
+    )
+    message: str = Field(description="What is wrong.", examples=["must not exceed dataset_size"])
+    allowed: str | None = Field(description="What is allowed.", examples=["an integer in [1, 60000]"])
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = Field(description="URI identifying the problem type.", examples=["urn:dpcal:problem:invalid-request"])
+    title: str = Field(description="Short summary of the problem type.", examples=["Invalid request"])
+    status: int = Field(description="HTTP status code.", examples=[422])
+    detail: str = Field(description="Explanation of this occurrence.", examples=["params.batch_size: must not …"])
+    instance: str | None = Field(None, description="The request path.", examples=["/v1/privacy"])
+    errors: list[ProblemField] | None = Field(
+        None,
+        description="Each offending field.",
+        examples=[
+            [
+                {
+                    "loc": ["params", "batch_size"],
+                    "message": "must not exceed dataset_size",
+                    "allowed": "an integer in [1, 60000]",
+                }
+            ]
+        ],
+    )
+    algorithms: list[str] | None = Field(
+        None, description="Valid algorithm ids (for unknown algorithms).", examples=[["dp-sgd"]]
+    )
+    supported: list[str] | None = Field(
+        None, description="Accountants that apply (for an unsupported accountant).", examples=[["best", "rdp"]]
+    )

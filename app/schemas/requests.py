@@ -1,0 +1,162 @@
+"""Request bodies, generated from the registry: for every algorithm family a model whose ``params`` is that family's
+parameter model, joined into a union discriminated by ``algorithm``. A new family appears in the documented request
+schema with no edit here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce
+from operator import or_
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, create_model
+
+from accountants import registry
+from accountants.family import AlgorithmFamily
+
+from .common import Strict
+
+AccountantName = Literal["best", "rdp", "tight", "paper"]
+
+_ACCOUNTANT_DOC = (
+    "Which accountant answers: best (the minimum over every valid accountant; default), rdp (Rényi curve with the "
+    "improved conversion), tight (numerically tight accounting of the same mechanism), paper (the paper's own "
+    "statement, reported together with what the rigorous accountant certifies)."
+)
+_DELTA_DOC = "Target δ of the (ε, δ) guarantee, in the open interval (0, 1)."
+MAX_ORDERS = 200
+MAX_ORDER_VALUE = 1e4
+
+
+Orders = Annotated[
+    list[Annotated[float, Field(gt=1, le=MAX_ORDER_VALUE)]] | None,
+    Field(
+        min_length=1,
+        max_length=MAX_ORDERS,
+        description=(
+            f"Rényi orders α at which to report the curve and search for ε (at most {MAX_ORDERS}, each in "
+            f"(1, {MAX_ORDER_VALUE:g}]). Default: a superset of dp_accounting's 156 orders."
+        ),
+        examples=[[1.5, 2, 4, 8, 16, 32, 64]],
+    ),
+]
+
+
+def _title(family: AlgorithmFamily) -> str:
+    return "".join(part.capitalize() for part in family.id.split("-"))
+
+
+def _variant(family: AlgorithmFamily, kind: str, fields: dict[str, Any]) -> type[Strict]:
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"{_title(family)}{kind}Request",
+        __base__=Strict,
+        __doc__=f"{kind} request for `{family.id}`: {family.title}.",
+        algorithm=(
+            Literal[family.id],  # type: ignore[valid-type]
+            Field(description="Algorithm id (see GET /v1/algorithms).", examples=[family.id]),
+        ),
+        params=(family.params_model, Field(description=f"Hyperparameters of {family.id}.")),
+        **fields,
+    )
+
+
+class RequestBody:
+    """One endpoint's request body: a model per algorithm, joined into a union discriminated by ``algorithm``.
+
+    ``fields`` are the fields besides algorithm and params, or a function giving them for a family."""
+
+    def __init__(self, kind: str, fields: dict[str, Any] | Callable[[AlgorithmFamily], dict[str, Any]]) -> None:
+        self.variants: dict[str, type[Strict]] = {
+            f.id: _variant(f, kind, fields(f) if callable(fields) else fields) for f in registry.families()
+        }
+        models = list(self.variants.values())
+        self.annotation: Any = (
+            models[0] if len(models) == 1 else Annotated[reduce(or_, models), Field(discriminator="algorithm")]
+        )
+
+
+PRIVACY_FIELDS: dict[str, Any] = {
+    "delta": (float, Field(gt=0, lt=1, description=_DELTA_DOC, examples=[1e-5])),
+    "accountant": (AccountantName, Field("best", description=_ACCOUNTANT_DOC, examples=["best"])),
+    "orders": (Orders, None),
+    "refine_order": (
+        bool,
+        Field(
+            True,
+            description="Also optimise the Rényi order continuously near the best grid order (never increases ε). "
+            "Set false to reproduce a grid-only accountant such as dp_accounting's.",
+            examples=[True],
+        ),
+    ),
+}
+CALIBRATE_FIELDS: dict[str, Any] = {
+    "target_epsilon": (
+        float,
+        Field(
+            gt=0,
+            le=1e4,
+            description="Target ε: the answer is the smallest noise whose ε is at most this.",
+            examples=[3.0],
+        ),
+    ),
+    "delta": PRIVACY_FIELDS["delta"],
+    "accountant": PRIVACY_FIELDS["accountant"],
+    "orders": (Orders, None),
+}
+UTILITY_FIELDS: dict[str, Any] = {}
+
+JobCheck = Literal["utility", "privacy-audit"]
+
+
+def job_fields(family: AlgorithmFamily) -> dict[str, Any]:
+    """Fields of a verification-job request; ``problem`` is the family simulator's problem model."""
+    problem_model: Any = family.simulator.problem_model if family.simulator is not None else dict[str, Any]
+    return {
+        "delta": PRIVACY_FIELDS["delta"],
+        "target_epsilon": (
+            float | None,
+            Field(
+                None,
+                gt=0,
+                le=1e4,
+                examples=[1.0],
+                description="Calibrate the noise for this ε at δ first (the noise in params is then ignored); "
+                "without it, params must carry the noise.",
+            ),
+        ),
+        "checks": (
+            list[JobCheck],
+            Field(
+                ["utility", "privacy-audit"],
+                min_length=1,
+                max_length=2,
+                examples=[["utility", "privacy-audit"]],
+                description="utility: measured against the predicted bound; privacy-audit: an empirical lower "
+                "bound on ε from a membership test on neighbouring datasets.",
+            ),
+        ),
+        "trials": (
+            int,
+            Field(
+                1000,
+                ge=2,
+                examples=[1000],
+                description="Trials; each runs the algorithm once on D and once on its neighbour D′. At most "
+                "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated work at most DPCAL_JOB_MAX_WORK.",
+            ),
+        ),
+        "seed": (
+            int,
+            Field(
+                0,
+                ge=0,
+                le=2**63 - 1,
+                examples=[0],
+                description="Seed of every random stream: the result depends on it and the request only.",
+            ),
+        ),
+        "problem": (
+            problem_model | None,
+            Field(None, description="Settings of the synthetic problem (defaults for every one).", examples=[{}]),
+        ),
+    }
