@@ -173,103 +173,124 @@ def calibrate_rdp(
     d = check.delta("delta", delta)
     target = check.positive("target_epsilon", target_epsilon)
     grid = np.unique(DEFAULT_ORDERS if orders is None else check.orders("orders", orders))
-    # with refinement the conversion extends the grid upwards when its optimum is the largest order: search the same
-    search = np.concatenate((grid, upward_extension(grid))) if refine else grid
-    evaluations = 0
+    search = _RdpSearch(curve_of, d, target, grid, refine, rtol, parameter)
+    window, noise = search.locate(initial)
+    noise = search.on_window(window, noise)
+    if refine:
+        noise = search.envelope(window, noise)
+    noise, conversion = search.verified(window, noise)
+    return RdpCalibration(noise=noise, conversion=conversion, evaluations=search.evaluations)
 
-    memo: dict[tuple[float, bytes], np.ndarray] = {}
 
-    def rdp_at(noise: float, alphas: np.ndarray) -> np.ndarray:
+class _RdpSearch:
+    """The phases of :func:`calibrate_rdp` over one family of curves, sharing a memo of curve evaluations."""
+
+    def __init__(
+        self,
+        curve_of: CurveOf,
+        delta: float,
+        target: float,
+        grid: np.ndarray,
+        refine: bool,
+        rtol: float,
+        parameter: str,
+    ) -> None:
+        self.curve_of, self.delta, self.target, self.grid = curve_of, delta, target, grid
+        self.refine, self.rtol, self.parameter = refine, rtol, parameter
+        # with refinement the conversion extends the grid upwards when its optimum is the largest order: search the same
+        self.search = np.concatenate((grid, upward_extension(grid))) if refine else grid
+        self.evaluations = 0
+        self.memo: dict[tuple[float, bytes], np.ndarray] = {}
+
+    def rdp_at(self, noise: float, alphas: np.ndarray) -> np.ndarray:
         """The curve at these orders, computed once per (σ, orders): the final conversion reuses the zooms."""
         alphas = np.asarray(alphas, dtype=float)
         key = (noise, alphas.tobytes())
-        if key not in memo:
-            nonlocal evaluations
-            evaluations += 1
-            memo[key] = curve_of(noise)(alphas)
-        return memo[key]
+        if key not in self.memo:
+            self.evaluations += 1
+            self.memo[key] = self.curve_of(noise)(alphas)
+        return self.memo[key]
 
-    def epsilon_at(noise: float, alphas: np.ndarray) -> np.ndarray:
-        return epsilon_by_order(alphas, rdp_at(noise, alphas), d)
+    def epsilon_at(self, noise: float, alphas: np.ndarray) -> np.ndarray:
+        return epsilon_by_order(alphas, self.rdp_at(noise, alphas), self.delta)
 
-    def min_over(alphas: np.ndarray) -> Callable[[float], float]:
-        return lambda noise: float(epsilon_at(noise, alphas).min())
+    def min_over(self, alphas: np.ndarray) -> Callable[[float], float]:
+        return lambda noise: float(self.epsilon_at(noise, alphas).min())
 
-    # (1) locate σ and the optimal order on a sub-grid of the requested grid; only if the optimum is the largest order
-    # (and the conversion would extend the grid), search the extension too
-    locator = _LOCATOR_ORDERS[(_LOCATOR_ORDERS >= grid[0]) & (_LOCATOR_ORDERS <= grid[-1])]
-    locator = np.unique(np.concatenate((locator, grid[[0, -1]])))
-    coarse = calibrate(min_over(locator), target, initial=initial, rtol=1e-2, parameter=parameter)
-    k = int(np.argmin(epsilon_at(coarse.noise, locator)))
-    if k == locator.size - 1 and search.size > grid.size:
-        locator = np.concatenate((locator, search[grid.size :]))
-        coarse = calibrate(min_over(locator), target, initial=coarse.noise, rtol=1e-2, parameter=parameter)
-        k = int(np.argmin(epsilon_at(coarse.noise, locator)))
-    span = search[(search >= locator[max(k - 1, 0)]) & (search <= locator[min(k + 1, locator.size - 1)])]
-    # the optimal order moves by about as much as σ (1 % here): keep 3 grid neighbours either side of the best
-    centre = int(np.searchsorted(search, span[int(np.argmin(epsilon_at(coarse.noise, span)))]))
-    window = search[max(centre - _WINDOW, 0) : centre + _WINDOW + 1]
+    def _calibrate(self, epsilon_of: Callable[[float], float], initial: float, rtol: float, step: float = 2.0) -> float:
+        return calibrate(
+            epsilon_of, self.target, initial=initial, rtol=rtol, initial_step=step, parameter=self.parameter
+        ).noise
 
-    # (2) the grid answer on the window, bracketed around the coarse answer
-    fine = calibrate(min_over(window), target, initial=coarse.noise, rtol=rtol, initial_step=1.02, parameter=parameter)
-    noise = fine.noise
+    def locate(self, initial: float) -> tuple[np.ndarray, float]:
+        """(1) σ and the optimal order on a sub-grid of the requested grid (the extension too, only if the optimum is
+        the largest order and the conversion would extend the grid): the window of grid orders around it, and σ."""
+        grid, search = self.grid, self.search
+        locator = _LOCATOR_ORDERS[(_LOCATOR_ORDERS >= grid[0]) & (_LOCATOR_ORDERS <= grid[-1])]
+        locator = np.unique(np.concatenate((locator, grid[[0, -1]])))
+        coarse = self._calibrate(self.min_over(locator), initial, 1e-2)
+        k = int(np.argmin(self.epsilon_at(coarse, locator)))
+        if k == locator.size - 1 and search.size > grid.size:
+            locator = np.concatenate((locator, search[grid.size :]))
+            coarse = self._calibrate(self.min_over(locator), coarse, 1e-2)
+            k = int(np.argmin(self.epsilon_at(coarse, locator)))
+        span = search[(search >= locator[max(k - 1, 0)]) & (search <= locator[min(k + 1, locator.size - 1)])]
+        # the optimal order moves by about as much as σ (1 % here): keep 3 grid neighbours either side of the best
+        centre = int(np.searchsorted(search, span[int(np.argmin(self.epsilon_at(coarse, span)))]))
+        return search[max(centre - _WINDOW, 0) : centre + _WINDOW + 1], coarse
 
-    # (3) with refinement, what the conversion computes near the window: the window's grid values and the continuous
-    # minimum between the search-grid neighbours of the best of them
-    def local(s: float) -> tuple[float, float]:
-        values = epsilon_at(s, window)
+    def on_window(self, window: np.ndarray, noise: float) -> float:
+        """(2) The grid answer on the window, bracketed around the coarse answer."""
+        return self._calibrate(self.min_over(window), noise, self.rtol, 1.02)
+
+    def local(self, window: np.ndarray, s: float) -> tuple[float, float]:
+        """(3) What the conversion computes near the window at σ = s: the window's grid values and the continuous
+        minimum between the search-grid neighbours of the best of them; (ε, order)."""
+        search = self.search
+        values = self.epsilon_at(s, window)
         best = int(np.argmin(values))
         position = int(np.searchsorted(search, window[best]))
         lo = float(search[position - 1]) if position > 0 else MIN_CONVERSION_ORDER * (1 + 1e-9)
         hi = float(search[position + 1]) if position + 1 < search.size else float(window[best])
         value, order = float(values[best]), float(window[best])
-        if refine and hi > lo and value > 0.0:
-            continuous, alpha = refine_order(lambda a: epsilon_at(s, a), lo, hi)
+        if self.refine and hi > lo and value > 0.0:
+            continuous, alpha = refine_order(lambda a: self.epsilon_at(s, a), lo, hi)
             if continuous < value:
                 value, order = continuous, alpha
         return value, order
 
-    if refine:
-        # envelope steps: σ for the continuous optimum α* at the current σ, until at that σ the local minimum no
-        # longer beats the target (α* settled). If it does not settle (the optimum follows a kink of ε(α), e.g. the
-        # blow-up of a subsampled Gaussian's moments), Brent's method on the local minimum itself.
-        value, alpha = local(noise)
+    def envelope(self, window: np.ndarray, noise: float) -> float:
+        """(3) Envelope steps: σ for the continuous optimum α* at the current σ, until at that σ the local minimum no
+        longer beats the target (α* settled). If it does not settle (the optimum follows a kink of ε(α), e.g. the
+        blow-up of a subsampled Gaussian's moments), Brent's method on the local minimum itself."""
+        value, alpha = self.local(window, noise)
         for _ in range(_ENVELOPE_STEPS):
-            step = calibrate(
-                min_over(np.array([alpha])),
+            step = self._calibrate(self.min_over(np.array([alpha])), noise, self.rtol * 1e-2, 1.001)
+            noise = min(noise, step)
+            value, alpha = self.local(window, noise)
+            if value >= self.target * (1 - 1e-9):
+                return noise
+        return self._calibrate(lambda s: self.local(window, s)[0], noise, self.rtol, 1.0005)
+
+    def memo_curve(self, s: float) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda a: self.rdp_at(s, a)
+
+    def verified(self, window: np.ndarray, noise: float) -> tuple[float, Conversion]:
+        """(4) The conversion itself at σ (its zooms come from the memo when they match the local ones): it must meet
+        the target, agree with the local computation (else its optimum lies outside the window), and no grid order
+        outside the window may meet the target at σ (ε_α decreases in σ, so none meets it below σ; inside the window
+        phases (2)-(3) established that). Otherwise the generic path on the full conversion."""
+        d, grid, target = self.delta, self.grid, self.target
+        conversion = epsilon_from_rdp(self.memo_curve(noise), d, grid, self.refine)
+        outside = (grid < window[0]) | (grid > window[-1])
+        missed = (epsilon_by_order(grid, conversion.rdp, d)[outside] <= target).any()
+        if conversion.value > target or missed or conversion.value < self.local(window, noise)[0] * (1 - 1e-9):
+            noise = calibrate(
+                lambda s: epsilon_from_rdp(self.memo_curve(s), d, grid, self.refine).value,
                 target,
                 initial=noise,
-                rtol=rtol * 1e-2,
-                initial_step=1.001,
-                parameter=parameter,
-            )
-            noise = min(noise, step.noise)
-            value, alpha = local(noise)
-            if value >= target * (1 - 1e-9):
-                break
-        else:
-            noise = calibrate(
-                lambda s: local(s)[0], target, initial=noise, rtol=rtol, initial_step=1.0005, parameter=parameter
+                rtol=self.rtol,
+                parameter=self.parameter,
             ).noise
-
-    # (4) the conversion itself at σ (its zooms come from the memo when they match the local ones): it must meet
-    # the target, agree with the local computation (else its optimum lies outside the window), and no grid order
-    # outside the window may meet the target at σ (ε_α decreases in σ, so none meets it below σ; inside the window
-    # phases (2)-(3) established that)
-    def memo_curve(s: float) -> Callable[[np.ndarray], np.ndarray]:
-        return lambda a: rdp_at(s, a)
-
-    conversion = epsilon_from_rdp(memo_curve(noise), d, grid, refine)
-    outside = (grid < window[0]) | (grid > window[-1])
-    missed = (epsilon_by_order(grid, conversion.rdp, d)[outside] <= target).any()
-    if conversion.value > target or missed or conversion.value < local(noise)[0] * (1 - 1e-9):
-        generic = calibrate(
-            lambda s: epsilon_from_rdp(memo_curve(s), d, grid, refine).value,
-            target,
-            initial=noise,
-            rtol=rtol,
-            parameter=parameter,
-        )
-        noise = generic.noise
-        conversion = epsilon_from_rdp(memo_curve(noise), d, grid, refine)
-    return RdpCalibration(noise=noise, conversion=conversion, evaluations=evaluations)
+            conversion = epsilon_from_rdp(self.memo_curve(noise), d, grid, self.refine)
+        return noise, conversion

@@ -66,6 +66,8 @@ def _decode(response: httpx.Response, kind: Any) -> Any:
 FINISHED = ("succeeded", "failed", "cancelled")
 
 T = TypeVar("T")
+Params = Mapping[str, Any]
+"""An algorithm's hyperparameters, as JSON."""
 OnProgress = Callable[[JobOut], None]
 """Called with every state a polled job goes through."""
 
@@ -112,7 +114,7 @@ class Call(Generic[T]):
         return result
 
 
-def _body(algorithm: str, params: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+def _body(algorithm: str, params: Params, **fields: Any) -> dict[str, Any]:
     body = {"algorithm": algorithm, "params": dict(params)}
     body.update(
         {
@@ -140,24 +142,22 @@ class Calls:
         return Call("GET", f"/v1/algorithms/{algorithm_id}", AlgorithmDetail)
 
     @staticmethod
-    def privacy(
-        algorithm: str, params: Mapping[str, Any], delta: float, options: PrivacyOptions
-    ) -> Call[PrivacyResponse]:
+    def privacy(algorithm: str, params: Params, delta: float, options: PrivacyOptions) -> Call[PrivacyResponse]:
         return Call("POST", "/v1/privacy", PrivacyResponse, _body(algorithm, params, delta=delta, **options))
 
     @staticmethod
     def calibrate(
-        algorithm: str, params: Mapping[str, Any], target_epsilon: float, delta: float, options: CalibrationOptions
+        algorithm: str, params: Params, target_epsilon: float, delta: float, options: CalibrationOptions
     ) -> Call[CalibrationResponse]:
         body = _body(algorithm, params, target_epsilon=target_epsilon, delta=delta, **options)
         return Call("POST", "/v1/calibrate", CalibrationResponse, body)
 
     @staticmethod
-    def utility(algorithm: str, params: Mapping[str, Any]) -> Call[UtilityResponse]:
+    def utility(algorithm: str, params: Params) -> Call[UtilityResponse]:
         return Call("POST", "/v1/utility", UtilityResponse, _body(algorithm, params))
 
     @staticmethod
-    def submit_job(algorithm: str, params: Mapping[str, Any], delta: float, options: JobOptions) -> Call[JobOut]:
+    def submit_job(algorithm: str, params: Params, delta: float, options: JobOptions) -> Call[JobOut]:
         fields = dict(options)
         key = fields.pop("idempotency_key", None)
         headers = {"Idempotency-Key": key} if key else None
@@ -212,28 +212,21 @@ class DpcalClient:
         return self.send(Calls.algorithm(algorithm_id))
 
     def privacy(
-        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[PrivacyOptions]
+        self, algorithm: str, params: Params, delta: float, **options: Unpack[PrivacyOptions]
     ) -> PrivacyResponse:
         """POST /v1/privacy; ``options``: accountant, orders, refine_order."""
         return self.send(Calls.privacy(algorithm, params, delta, options))
 
     def calibrate(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        target_epsilon: float,
-        delta: float,
-        **options: Unpack[CalibrationOptions],
+        self, algorithm: str, params: Params, target_epsilon: float, delta: float, **options: Unpack[CalibrationOptions]
     ) -> CalibrationResponse:
         """POST /v1/calibrate; ``options``: accountant, orders."""
         return self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
-    def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
+    def utility(self, algorithm: str, params: Params) -> UtilityResponse:
         return self.send(Calls.utility(algorithm, params))
 
-    def submit_job(
-        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[JobOptions]
-    ) -> JobOut:
+    def submit_job(self, algorithm: str, params: Params, delta: float, **options: Unpack[JobOptions]) -> JobOut:
         """POST /v1/jobs; ``options``: target_epsilon, checks, trials, seed, problem, idempotency_key."""
         return self.send(Calls.submit_job(algorithm, params, delta, options))
 
@@ -288,26 +281,19 @@ class AsyncDpcalClient:
         return await self.send(Calls.algorithm(algorithm_id))
 
     async def privacy(
-        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[PrivacyOptions]
+        self, algorithm: str, params: Params, delta: float, **options: Unpack[PrivacyOptions]
     ) -> PrivacyResponse:
         return await self.send(Calls.privacy(algorithm, params, delta, options))
 
     async def calibrate(
-        self,
-        algorithm: str,
-        params: Mapping[str, Any],
-        target_epsilon: float,
-        delta: float,
-        **options: Unpack[CalibrationOptions],
+        self, algorithm: str, params: Params, target_epsilon: float, delta: float, **options: Unpack[CalibrationOptions]
     ) -> CalibrationResponse:
         return await self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
-    async def utility(self, algorithm: str, params: Mapping[str, Any]) -> UtilityResponse:
+    async def utility(self, algorithm: str, params: Params) -> UtilityResponse:
         return await self.send(Calls.utility(algorithm, params))
 
-    async def submit_job(
-        self, algorithm: str, params: Mapping[str, Any], delta: float, **options: Unpack[JobOptions]
-    ) -> JobOut:
+    async def submit_job(self, algorithm: str, params: Params, delta: float, **options: Unpack[JobOptions]) -> JobOut:
         return await self.send(Calls.submit_job(algorithm, params, delta, options))
 
     async def job(self, job_id: str) -> JobOut:

@@ -17,25 +17,17 @@ PREFIX = "/docs-assets"
 
 def install(app: FastAPI) -> None:
     app.mount(PREFIX, StaticFiles(directory=ASSETS), name="docs-assets")
-    title = f"{app.title} — API reference"
+    page = {"openapi_url": app.openapi_url or "/openapi.json", "title": f"{app.title} — API reference"}
+    swagger = {"validatorUrl": None, "tryItOutEnabled": True, "displayRequestDuration": True}
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
+        js, css, icon = (f"{PREFIX}/{name}" for name in ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png"))
         return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=title,
-            swagger_js_url=f"{PREFIX}/swagger-ui-bundle.js",
-            swagger_css_url=f"{PREFIX}/swagger-ui.css",
-            swagger_favicon_url=f"{PREFIX}/favicon.png",
-            swagger_ui_parameters={"validatorUrl": None, "tryItOutEnabled": True, "displayRequestDuration": True},
+            **page, swagger_js_url=js, swagger_css_url=css, swagger_favicon_url=icon, swagger_ui_parameters=swagger
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=title,
-            redoc_js_url=f"{PREFIX}/redoc.standalone.js",
-            redoc_favicon_url=f"{PREFIX}/favicon.png",
-            with_google_fonts=False,
-        )
+        js, icon = f"{PREFIX}/redoc.standalone.js", f"{PREFIX}/favicon.png"
+        return get_redoc_html(**page, redoc_js_url=js, redoc_favicon_url=icon, with_google_fonts=False)

@@ -69,57 +69,46 @@ class Settings:
         values: dict[str, object] = {}
         if f"{PREFIX}HOST" in env:
             values["host"] = env[f"{PREFIX}HOST"]
-        if f"{PREFIX}PORT" in env:
-            values["port"] = _integer(env, "PORT", 1, 65535)
         if f"{PREFIX}LOG_LEVEL" in env:
             level = env[f"{PREFIX}LOG_LEVEL"].lower()
             if level not in LOG_LEVELS:
                 raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
             values["log_level"] = level
-        if f"{PREFIX}MAX_BODY_BYTES" in env:
-            values["max_body_bytes"] = _integer(env, "MAX_BODY_BYTES", 1024, 100_000_000)
         if f"{PREFIX}JOBS_DB" in env:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
-        for name, lo, hi in (
-            ("WORKERS", 1, 64),
-            ("MAX_HEAVY", 1, 1024),
-            ("CACHE_SIZE", 0, 10**6),
-            ("JOB_WORKERS", 1, 256),
-            ("JOB_MAX_TRIALS", 2, 10**7),
-            ("JOB_MAX_QUEUED", 1, 10**6),
-            ("JOB_MAX_ATTEMPTS", 1, 100),
-            ("JOB_CHUNK_BLOCKS", 1, 10**4),
-        ):
+        for name, (kind, lo, hi) in NUMBERS.items():
             if f"{PREFIX}{name}" in env:
-                values[name.lower()] = _integer(env, name, lo, hi)
-        for name, lo, hi in (
-            ("REQUEST_TIMEOUT", 0.1, 86400.0),
-            ("JOB_MAX_WORK", 1e3, 1e15),
-            ("JOB_TIME_LIMIT", 0.1, 1e6),
-            ("JOB_LEASE_SECONDS", 1.0, 1e5),
-        ):
-            if f"{PREFIX}{name}" in env:
-                values[name.lower()] = _real(env, name, lo, hi)
+                values[name.lower()] = _number(env, name, kind, lo, hi)
         return cls(**values)  # type: ignore[arg-type]
 
 
-def _integer(env: Mapping[str, str], name: str, lo: int, hi: int) -> int:
-    raw = env[f"{PREFIX}{name}"]
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{PREFIX}{name} must be an integer in [{lo}, {hi}], got {raw!r}") from None
-    if not lo <= value <= hi:
-        raise SettingsError(f"{PREFIX}{name} must be an integer in [{lo}, {hi}], got {value}")
-    return value
+NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
+    "PORT": (int, 1, 65535),
+    "MAX_BODY_BYTES": (int, 1024, 100_000_000),
+    "WORKERS": (int, 1, 64),
+    "MAX_HEAVY": (int, 1, 1024),
+    "CACHE_SIZE": (int, 0, 10**6),
+    "JOB_WORKERS": (int, 1, 256),
+    "JOB_MAX_TRIALS": (int, 2, 10**7),
+    "JOB_MAX_QUEUED": (int, 1, 10**6),
+    "JOB_MAX_ATTEMPTS": (int, 1, 100),
+    "JOB_CHUNK_BLOCKS": (int, 1, 10**4),
+    "REQUEST_TIMEOUT": (float, 0.1, 86400.0),
+    "JOB_MAX_WORK": (float, 1e3, 1e15),
+    "JOB_TIME_LIMIT": (float, 0.1, 1e6),
+    "JOB_LEASE_SECONDS": (float, 1.0, 1e5),
+}
+"""The numeric settings (``DPCAL_`` + name): their type and range."""
 
 
-def _real(env: Mapping[str, str], name: str, lo: float, hi: float) -> float:
+def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], lo: float, hi: float) -> int | float:
     raw = env[f"{PREFIX}{name}"]
+    what = "an integer" if kind is int else "a number"
+    allowed = f"{what} in [{lo:g}, {hi:g}]" if kind is float else f"{what} in [{lo}, {hi}]"
     try:
-        value = float(raw)
+        value = kind(raw)
     except ValueError:
-        raise SettingsError(f"{PREFIX}{name} must be a number in [{lo:g}, {hi:g}], got {raw!r}") from None
+        raise SettingsError(f"{PREFIX}{name} must be {allowed}, got {raw!r}") from None
     if not lo <= value <= hi:
-        raise SettingsError(f"{PREFIX}{name} must be a number in [{lo:g}, {hi:g}], got {value}")
+        raise SettingsError(f"{PREFIX}{name} must be {allowed}, got {value}")
     return value

@@ -213,87 +213,109 @@ class JobManager:
                 self._current = None
 
     def _run(self, job: Job) -> None:
-        s, runner = self.settings, self._runner
-        assert runner is not None
-        plan = Plan.from_json(job.plan)
-        sizes = block_sizes(plan.trials)
-        done = {b for first, last, _ in self.store.chunks(job.id) for b in range(first, last + 1)}
-        queue = _ranges([b for b in range(len(sizes)) if b not in done], s.job_chunk_blocks)
-        started, base = time.monotonic(), job.runtime
-        in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int]] = {}
-
-        def elapsed() -> float:
-            return base + time.monotonic() - started
-
-        def stop_all() -> None:
-            for future in in_flight:
-                future.cancel()
-
-        while queue or in_flight:
-            while queue and len(in_flight) < 2 * runner.workers:
-                first, last = queue.pop(0)
-                in_flight[runner.submit(plan, first, last)] = (first, last)
-            finished, _ = wait(list(in_flight), timeout=1.0, return_when=FIRST_COMPLETED)
+        """Run the job's remaining blocks in chunks on the runner, saving each chunk, until it finishes, fails, is
+        cancelled or runs out of time; a dead worker process requeues it (another attempt)."""
+        run = _JobRun(self, job)
+        while run.queue or run.in_flight:
+            run.fill()
+            finished, _ = wait(list(run.in_flight), timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
-                first, last = in_flight.pop(future)
-                try:
-                    arrays = future.result()
-                except BrokenProcessPool:
-                    stop_all()
-                    runner.shutdown()
-                    self._runner = runner = self._runner_factory()
-                    outcome = self.store.recover(
-                        job.id, self.owner, s.job_max_attempts, "a worker process died while running the job"
-                    )
-                    _log.warning("job %s: worker died, %s", job.id, outcome)
+                if not run.save(future):
                     return
-                except Exception as error:
-                    stop_all()
-                    self.store.finish(
-                        job.id,
-                        self.owner,
-                        "failed",
-                        runtime=elapsed(),
-                        error=_problem(
-                            500, "simulation-error", "Simulation failed", f"{type(error).__name__}: {error}"
-                        ),
-                    )
-                    return
-                trials = sum(sizes[first : last + 1])
-                if not self.store.save_chunk(
-                    job.id, self.owner, first, last, trials, arrays, s.job_lease_seconds, elapsed()
-                ):
-                    stop_all()  # cancelled while queued-to-running, or taken over: no longer ours
-                    return
-            current = self.store.get(job.id)
-            if current is None or current.cancel_requested or self._stop.is_set():
-                stop_all()
-                if current is not None and current.cancel_requested:
-                    self.store.finish(job.id, self.owner, "cancelled", runtime=elapsed())
+            if not run.still_wanted():
                 return
-            if elapsed() > s.job_time_limit:
-                stop_all()
-                self.store.finish(
-                    job.id,
-                    self.owner,
-                    "failed",
-                    runtime=elapsed(),
-                    error=_problem(
-                        500,
-                        "timed-out",
-                        "Job timed out",
-                        f"timed out: ran {elapsed():.1f} s, over the limit of {s.job_time_limit:g} s "
-                        "(DPCAL_JOB_TIME_LIMIT)",
-                    ),
-                )
-                return
-            self.store.heartbeat(job.id, self.owner, s.job_lease_seconds, elapsed())
-        arrays = [a for _, _, a in self.store.chunks(job.id)]
+            self.store.heartbeat(job.id, self.owner, self.settings.job_lease_seconds, run.elapsed())
+        run.succeed()
+
+    def _replace_runner(self) -> Runner:
+        """A fresh runner after a worker process died (the pool is broken)."""
+        if self._runner is not None:
+            self._runner.shutdown()
+        self._runner = self._runner_factory()
+        return self._runner
+
+
+class _JobRun:
+    """One attempt at a job: the chunks still to run, those running, and the time it has taken (over attempts)."""
+
+    def __init__(self, manager: JobManager, job: Job) -> None:
+        assert manager._runner is not None
+        self.manager, self.job, self.runner = manager, job, manager._runner
+        self.plan = Plan.from_json(job.plan)
+        self.sizes = block_sizes(self.plan.trials)
+        store = manager.store
+        done = {b for first, last, _ in store.chunks(job.id) for b in range(first, last + 1)}
+        blocks = [b for b in range(len(self.sizes)) if b not in done]
+        self.queue = _ranges(blocks, manager.settings.job_chunk_blocks)
+        self.in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int]] = {}
+        self.started, self.base = time.monotonic(), job.runtime
+
+    def elapsed(self) -> float:
+        return self.base + time.monotonic() - self.started
+
+    def fill(self) -> None:
+        """Keep two chunks per worker in flight."""
+        while self.queue and len(self.in_flight) < 2 * self.runner.workers:
+            first, last = self.queue.pop(0)
+            self.in_flight[self.runner.submit(self.plan, first, last)] = (first, last)
+
+    def stop(self) -> None:
+        for future in self.in_flight:
+            future.cancel()
+
+    def save(self, future: Future[dict[str, np.ndarray]]) -> bool:
+        """Store a finished chunk; False where the job ended (failed, requeued, no longer ours)."""
+        manager, job = self.manager, self.job
+        first, last = self.in_flight.pop(future)
+        try:
+            arrays = future.result()
+        except BrokenProcessPool:
+            self.stop()
+            manager._replace_runner()
+            detail = "a worker process died while running the job"
+            outcome = manager.store.recover(job.id, manager.owner, manager.settings.job_max_attempts, detail)
+            _log.warning("job %s: worker died, %s", job.id, outcome)
+            return False
+        except Exception as error:
+            self.fail("simulation-error", "Simulation failed", f"{type(error).__name__}: {error}")
+            return False
+        trials = sum(self.sizes[first : last + 1])
+        lease = manager.settings.job_lease_seconds
+        if not manager.store.save_chunk(job.id, manager.owner, first, last, trials, arrays, lease, self.elapsed()):
+            self.stop()  # cancelled while queued-to-running, or taken over: no longer ours
+            return False
+        return True
+
+    def still_wanted(self) -> bool:
+        """False (the job stopped) where it was cancelled, the manager stops, or it ran over its time limit."""
+        manager, job = self.manager, self.job
+        current = manager.store.get(job.id)
+        if current is None or current.cancel_requested or manager._stop.is_set():
+            self.stop()
+            if current is not None and current.cancel_requested:
+                manager.store.finish(job.id, manager.owner, "cancelled", runtime=self.elapsed())
+            return False
+        limit = manager.settings.job_time_limit
+        if self.elapsed() > limit:
+            detail = f"timed out: ran {self.elapsed():.1f} s, over the limit of {limit:g} s (DPCAL_JOB_TIME_LIMIT)"
+            self.fail("timed-out", "Job timed out", detail)
+            return False
+        return True
+
+    def fail(self, slug: str, title: str, detail: str) -> None:
+        self.stop()
+        error = _problem(500, slug, title, detail)
+        self.manager.store.finish(self.job.id, self.manager.owner, "failed", runtime=self.elapsed(), error=error)
+
+    def succeed(self) -> None:
+        """Summarise every stored chunk into the job's result."""
+        store = self.manager.store
+        arrays = [a for _, _, a in store.chunks(self.job.id)]
         combined = BlockResult(
             **{k: np.concatenate([a[k] for a in arrays]) for k in ("utility", "score_in", "score_out")}
         )
-        result = summarize(plan, [combined])
-        self.store.finish(job.id, self.owner, "succeeded", result=result.model_dump(mode="json"), runtime=elapsed())
+        result = summarize(self.plan, [combined]).model_dump(mode="json")
+        store.finish(self.job.id, self.manager.owner, "succeeded", result=result, runtime=self.elapsed())
 
 
 def _ranges(blocks: list[int], size: int) -> list[tuple[int, int]]:

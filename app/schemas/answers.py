@@ -3,6 +3,8 @@ field (built from the report objects, ``from_attributes``)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from .common import Out
@@ -147,6 +149,18 @@ class PaperOut(Out):
     note: str | None = Field(description="Conditions, errata.", examples=[None])
 
 
+BoundsConsidered = Annotated[
+    list[BoundResultOut],
+    Field(
+        description="Every privacy bound considered for this configuration (where the algorithm has several): "
+        "applicable or why not, its curve and ε, and which one the answer uses."
+    ),
+]
+ConventionsField = Annotated[
+    ConventionsOut, Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
+]
+
+
 class PrivacyResponse(Out):
     algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
     epsilon: float = Field(description="Certified ε at δ (from `accountant`).", examples=[2.5965])
@@ -158,12 +172,9 @@ class PrivacyResponse(Out):
     noise: NoiseOut | None = Field(
         description="The noise in both units and its sensitivity (null where the privacy knob is not a noise scale)."
     )
-    conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
+    conventions: ConventionsField
     warnings: list[str] = Field(description="Grid-edge optimal orders, errata, unmet conditions.", examples=[[]])
-    bounds: list[BoundResultOut] = Field(
-        description="Every privacy bound considered for this configuration (where the algorithm has several): "
-        "applicable or why not, its curve and ε, and which one the answer uses.",
-    )
+    bounds: BoundsConsidered
     releases: list[ReleaseOut] = Field(
         description="The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."
     )
@@ -191,16 +202,13 @@ class CalibrationResponse(Out):
     noise: NoiseOut | None = Field(
         description="The calibrated noise in both units (null when the calibrated parameter is not a noise scale)."
     )
-    conventions: ConventionsOut = Field(description="Neighbouring relation, steps, sampling, multiplier definition.")
+    conventions: ConventionsField
     utility: UtilityResponse | None = Field(description="Predicted utility at this noise (null if none).")
     utility_reason: str | None = Field(description="Why there is no utility prediction.", examples=[None])
     paper: PaperOut | None = Field(description="The paper's own calibration and what it really certifies.")
     paper_reason: str | None = Field(description="Why there is no paper calibration.", examples=[None])
     warnings: list[str] = Field(description="Conventions to double-check, errata, grid edges.", examples=[[]])
-    bounds: list[BoundResultOut] = Field(
-        description="Every privacy bound considered for this configuration (where the algorithm has several): "
-        "applicable or why not, its curve and ε, and which one the answer uses.",
-    )
+    bounds: BoundsConsidered
     releases: list[ReleaseOut] = Field(
         description="The noisy releases of the run at the calibrated value (the mechanism plan)."
     )
