@@ -174,59 +174,74 @@ def prox_extragradient(
 
 def build(problem_class: str, consts: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """The synthetic problem of ``problem_class`` for the declared constants, JSON-serialisable."""
-    rng = problem_rng(seed)
-    L = consts["lipschitz"]
-    if problem_class == "strongly-convex":
-        mu = consts["mu_x"]
-        return {"kind": "E1: (μ/2)‖x − ξ‖², ξ on a sphere", "curvature": mu, "radius": L / (2.0 * mu)}
-    if problem_class == "convex":
-        d, D = consts["d_x"], consts["diameter"]
-        ell = consts.get("smoothness")
-        s2 = L / (1.6 * D) if ell is None else min(L / (1.6 * D), ell)
-        r = max(1, -(-d // 2))
-        theta = np.zeros(d)
-        theta[:r] = unit(rng, r) * D / 2.0
-        return {
-            "kind": "E2: ball-constrained least squares",
-            "feature_norm": math.sqrt(s2),
-            "rank": r,
-            "theta": theta.tolist(),
-            "label_noise": 0.1 * math.sqrt(s2) * D,
-            "radius": D,
-        }
-    if problem_class == "sc-sc":
-        mux, muy, ell, dx, dy = consts["mu_x"], consts["mu_y"], consts["smoothness"], consts["d_x"], consts["d_y"]
-        # ‖M‖ = |μ_x − μ_y|/2 + √(((μ_x + μ_y)/2)² + s²) = ℓ
-        top = max(0.0, (ell - abs(mux - muy) / 2.0) ** 2 - ((mux + muy) / 2.0) ** 2)
-        s = math.sqrt(top) * (1.0 - 1e-9)
-        a = random_matrix(rng, dx, dy, s) if s > 0 else np.zeros((dx, dy))
-        r1 = math.sqrt(2.0) * 0.5 / min(mux, muy)
-        l1 = math.hypot(mux * r1 + s * r1 + 0.5, s * r1 + muy * r1 + 0.5)
-        t = L / l1
-        return {
-            "kind": "E3: quadratic SC-SC saddle",
-            "a": a.tolist(),
-            "b0": (0.3 * t * unit(rng, dx)).tolist(),
-            "c0": (0.3 * t * unit(rng, dy)).tolist(),
-            "spread": 0.2 * t,
-            "radius": r1 * t,
-        }
-    D, dx, dy = consts["diameter"], consts["d_x"], consts["d_y"]
+    return _BUILDERS[problem_class](consts, problem_rng(seed))
+
+
+def _e1(consts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """E1 (strongly convex): (μ/2)‖x − ξ‖², ξ on a sphere of radius L/(2μ)."""
+    L, mu = consts["lipschitz"], consts["mu_x"]
+    return {"kind": "E1: (μ/2)‖x − ξ‖², ξ on a sphere", "curvature": mu, "radius": L / (2.0 * mu)}
+
+
+def _e2(consts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """E2 (convex): ball-constrained least squares of rank ⌈d/2⌉."""
+    L, d, D = consts["lipschitz"], consts["d_x"], consts["diameter"]
     ell = consts.get("smoothness")
-    if problem_class == "c-c":
-        s = L / (1.75 * math.sqrt(2.0) * D)
-        if ell is not None:
-            s = min(s, ell)
-        return {
-            "kind": "E4: bilinear C-C on balls",
-            "a": random_matrix(rng, dx, dy, s).tolist(),
-            "b0": (0.25 * s * D * unit(rng, dx)).tolist(),
-            "c0": (0.25 * s * D * unit(rng, dy)).tolist(),
-            "spread": 0.5 * s * D,
-            "radius": D,
-        }
-    # c-sc
-    muy = consts["mu_y"]
+    s2 = L / (1.6 * D) if ell is None else min(L / (1.6 * D), ell)
+    r = max(1, -(-d // 2))
+    theta = np.zeros(d)
+    theta[:r] = unit(rng, r) * D / 2.0
+    return {
+        "kind": "E2: ball-constrained least squares",
+        "feature_norm": math.sqrt(s2),
+        "rank": r,
+        "theta": theta.tolist(),
+        "label_noise": 0.1 * math.sqrt(s2) * D,
+        "radius": D,
+    }
+
+
+def _e3(consts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """E3 (SC-SC): a quadratic saddle with ‖M‖ = |μ_x − μ_y|/2 + √(((μ_x + μ_y)/2)² + s²) = ℓ."""
+    L = consts["lipschitz"]
+    mux, muy, ell, dx, dy = consts["mu_x"], consts["mu_y"], consts["smoothness"], consts["d_x"], consts["d_y"]
+    top = max(0.0, (ell - abs(mux - muy) / 2.0) ** 2 - ((mux + muy) / 2.0) ** 2)
+    s = math.sqrt(top) * (1.0 - 1e-9)
+    a = random_matrix(rng, dx, dy, s) if s > 0 else np.zeros((dx, dy))
+    r1 = math.sqrt(2.0) * 0.5 / min(mux, muy)
+    l1 = math.hypot(mux * r1 + s * r1 + 0.5, s * r1 + muy * r1 + 0.5)
+    t = L / l1
+    return {
+        "kind": "E3: quadratic SC-SC saddle",
+        "a": a.tolist(),
+        "b0": (0.3 * t * unit(rng, dx)).tolist(),
+        "c0": (0.3 * t * unit(rng, dy)).tolist(),
+        "spread": 0.2 * t,
+        "radius": r1 * t,
+    }
+
+
+def _e4(consts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """E4 (C-C): a bilinear saddle on balls."""
+    L, D, dx, dy = consts["lipschitz"], consts["diameter"], consts["d_x"], consts["d_y"]
+    ell = consts.get("smoothness")
+    s = L / (1.75 * math.sqrt(2.0) * D)
+    if ell is not None:
+        s = min(s, ell)
+    return {
+        "kind": "E4: bilinear C-C on balls",
+        "a": random_matrix(rng, dx, dy, s).tolist(),
+        "b0": (0.25 * s * D * unit(rng, dx)).tolist(),
+        "c0": (0.25 * s * D * unit(rng, dy)).tolist(),
+        "spread": 0.5 * s * D,
+        "radius": D,
+    }
+
+
+def _e5(consts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """E5 (C-SC): a bilinear saddle on balls with a Huber-smoothed y-player, scaled by bisection to Lipschitz L."""
+    L, D, dx, dy = consts["lipschitz"], consts["diameter"], consts["d_x"], consts["d_y"]
+    ell, muy = consts.get("smoothness"), consts["mu_y"]
     base = random_matrix(rng, dx, dy, 1.0)
     x_star = 0.5 * D * unit(rng, dx)
     c_dir = unit(rng, dy)
@@ -258,6 +273,15 @@ def build(problem_class: str, consts: Mapping[str, Any], seed: int) -> dict[str,
         "x_star": x_star.tolist(),
         "phi_star": float(phi_csc(x_star[None, :], a, b0, c0, muy, D)[0]),
     }
+
+
+_BUILDERS: Mapping[str, Callable[[Mapping[str, Any], np.random.Generator], dict[str, Any]]] = {
+    "strongly-convex": _e1,
+    "convex": _e2,
+    "sc-sc": _e3,
+    "c-c": _e4,
+    "c-sc": _e5,
+}
 
 
 def csc_scale_exists(lipschitz: float, strong_concavity: float, diameter: float) -> bool:

@@ -3,7 +3,7 @@ the releases audited."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -132,49 +132,16 @@ def _simulate(
     (L₁^f + λL₁^g)‖ỹ^λ_t − y^λ(x_t)‖ + λL₁^g‖ỹ_t − y*(x_t)‖, ``inner_g``/``inner_lambda`` the inner errors and
     ``phi`` the largest per-sample ‖φ_i‖ before clipping."""
     data = _problem_data(p, problem, seed, canary_sign)
-    quadratic = problem["kind"] == "quadratic"
+    objective: _Objective = _Quadratic(p, problem, data) if problem["kind"] == "quadratic" else _Ridge(p, problem, data)
     inner_g, inner_l, outer = mechanisms(p)
-    counts = data.counts
     lam, mu_g = p.regularization, p.strong_convexity
-    dx = p.dimension_x
-    sampler = _sampler(p, counts, rng, trials)
-    if quadratic:
-        a = rho = problem["curvature"]
-        mu = problem["strong_convexity"]
-        x = np.zeros((trials, dx))
-    else:
-        n_val = p.dataset_size // 2
-        s_tr, s_val = p.dataset_size / (p.dataset_size - n_val), p.dataset_size / n_val
-        train = data.train.astype(float)
-        x = np.full((trials, 1), problem["initial_omega"])
+    sampler = _sampler(p, data.counts, rng, trials)
+    x = objective.start(trials)
     per_solve = p.failure_probability / (4.0 * p.steps)
     r0 = 2.0 * p.lipschitz_g / mu_g
     best, best_move = x.copy(), np.full(trials, np.inf)
     for _ in range(p.steps):
-        if quadratic:
-            centres = np.einsum("jkl,tl->tjk", data.matrices, x) + data.shifts[None]  # B_j x + z_j
-
-            def grad_g(y: np.ndarray, centres: np.ndarray = centres) -> np.ndarray:
-                return mu * (y[:, None, :] - centres)
-
-            def grad_l(y: np.ndarray, centres: np.ndarray = centres) -> np.ndarray:
-                return a * (y[:, None, :] - data.targets[None]) + lam * mu * (y[:, None, :] - centres)
-
-        else:
-            omega = x[:, :1]
-
-            def residual(y: np.ndarray) -> np.ndarray:
-                return (y @ data.anchors.T - data.targets[None])[:, :, None] * data.anchors[None]  # (t, j, d)
-
-            def grad_g(y: np.ndarray, omega: np.ndarray = omega) -> np.ndarray:
-                return s_tr * train[None, :, None] * residual(y) + (omega * y)[:, None, :]
-
-            def grad_l(y: np.ndarray, omega: np.ndarray = omega) -> np.ndarray:
-                fit = residual(y)
-                return s_val * (1.0 - train)[None, :, None] * fit + lam * (
-                    s_tr * train[None, :, None] * fit + (omega * y)[:, None, :]
-                )
-
+        grad_g, grad_l = objective.gradients(x)
         y_g = _inner_solve(
             p, grad_g, mu_g, inner_g.per_sample_bound, z_in * inner_g.sensitivity, r0, per_solve, sampler, rng, trials
         )
@@ -190,31 +157,111 @@ def _simulate(
             rng,
             trials,
         )
-        if quadratic:
-            phi = rho * (x[:, None, :] - data.anchors[None]) - lam * mu * np.einsum(
-                "jkl,tk->tjl", data.matrices, y_l - y_g
-            )
-        else:
-            gap = 0.5 * lam * (np.sum(y_l * y_l, axis=1) - np.sum(y_g * y_g, axis=1))
-            phi = np.broadcast_to(gap[:, None, None], (trials, counts.size, 1))
-        if trace is not None and quadratic:
-            raw = np.linalg.norm(phi, axis=-1).max(axis=1)
+        phi = objective.hypergradients(x, y_g, y_l, trials)
+        traced = trace is not None and isinstance(objective, _Quadratic)
+        raw = np.linalg.norm(phi, axis=-1).max(axis=1) if traced else None
         phi = _clip(phi, outer.per_sample_bound)
-        weights = sampler("outer")
-        noiseless = np.einsum("tj,tjk->tk", weights, phi)
-        estimate = noiseless + z * outer.sensitivity * rng.standard_normal((trials, dx))
-        if trace is not None and quadratic:
-            _trace_step(p, problem, data, x, y_g, y_l, noiseless, estimate, raw, trace)
-        if quadratic:
-            moved = _ball(x - p.stepsize * estimate, problem["radius"])
-        else:
-            sign = -1.0 if problem["printed_sign"] else 1.0
-            moved = np.clip(x - sign * p.stepsize * estimate, problem["omega_min"], problem["omega_max"])
+        noiseless = np.einsum("tj,tjk->tk", sampler("outer"), phi)
+        estimate = noiseless + z * outer.sensitivity * rng.standard_normal((trials, p.dimension_x))
+        if traced:
+            _trace_step(p, problem, data, x, y_g, y_l, noiseless, estimate, raw, trace)  # type: ignore[arg-type]  # traced: both set
+        moved = objective.step(x, estimate)
         move = np.linalg.norm(moved - x, axis=1)
         better = move < best_move
         best[better], best_move[better] = x[better], move[better]
         x = moved
     return best, x
+
+
+Gradient = Callable[[np.ndarray], np.ndarray]
+
+
+class _Objective:
+    """One synthetic bilevel problem as the simulation uses it: start, per-sample inner gradients at the outer
+    iterate, per-sample penalty hypergradients φ_i, and the projected outer step."""
+
+    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: _Data) -> None:
+        self.p, self.problem, self.data = p, problem, data
+
+    def start(self, trials: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def gradients(self, x: np.ndarray) -> tuple[Gradient, Gradient]:
+        """Per-sample gradients in y of g and of f + λg at the outer iterates x."""
+        raise NotImplementedError
+
+    def hypergradients(self, x: np.ndarray, y_g: np.ndarray, y_l: np.ndarray, trials: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def step(self, x: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class _Quadratic(_Objective):
+    """quadratic: g_j = (μ/2)‖y − (B_j x + z_j)‖², f_j = (a/2)‖y − t_j‖² + (ρ/2)‖x − anchor_j‖², on a ball."""
+
+    def start(self, trials: int) -> np.ndarray:
+        return np.zeros((trials, self.p.dimension_x))
+
+    def gradients(self, x: np.ndarray) -> tuple[Gradient, Gradient]:
+        data, a, mu, lam = self.data, self.problem["curvature"], self.problem["strong_convexity"], self.p.regularization
+        centres = np.einsum("jkl,tl->tjk", data.matrices, x) + data.shifts[None]  # B_j x + z_j
+
+        def grad_g(y: np.ndarray) -> np.ndarray:
+            return mu * (y[:, None, :] - centres)
+
+        def grad_l(y: np.ndarray) -> np.ndarray:
+            return a * (y[:, None, :] - data.targets[None]) + lam * mu * (y[:, None, :] - centres)
+
+        return grad_g, grad_l
+
+    def hypergradients(self, x: np.ndarray, y_g: np.ndarray, y_l: np.ndarray, trials: int) -> np.ndarray:
+        rho, mu, lam = self.problem["curvature"], self.problem["strong_convexity"], self.p.regularization
+        return rho * (x[:, None, :] - self.data.anchors[None]) - lam * mu * np.einsum(
+            "jkl,tk->tjl", self.data.matrices, y_l - y_g
+        )
+
+    def step(self, x: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+        return _ball(x - self.p.stepsize * estimate, self.problem["radius"])
+
+
+class _Ridge(_Objective):
+    """ridge-tuning: ω ∈ [ω_min, ω_max] tunes the ridge penalty of a training fit, scored on the validation half."""
+
+    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: _Data) -> None:
+        super().__init__(p, problem, data)
+        n_val = p.dataset_size // 2
+        self.s_tr, self.s_val = p.dataset_size / (p.dataset_size - n_val), p.dataset_size / n_val
+        self.train = data.train.astype(float)
+
+    def start(self, trials: int) -> np.ndarray:
+        return np.full((trials, 1), self.problem["initial_omega"])
+
+    def gradients(self, x: np.ndarray) -> tuple[Gradient, Gradient]:
+        data, train, s_tr, s_val, lam = self.data, self.train, self.s_tr, self.s_val, self.p.regularization
+        omega = x[:, :1]
+
+        def residual(y: np.ndarray) -> np.ndarray:
+            return (y @ data.anchors.T - data.targets[None])[:, :, None] * data.anchors[None]  # (t, j, d)
+
+        def grad_g(y: np.ndarray) -> np.ndarray:
+            return s_tr * train[None, :, None] * residual(y) + (omega * y)[:, None, :]
+
+        def grad_l(y: np.ndarray) -> np.ndarray:
+            fit = residual(y)
+            return s_val * (1.0 - train)[None, :, None] * fit + lam * (
+                s_tr * train[None, :, None] * fit + (omega * y)[:, None, :]
+            )
+
+        return grad_g, grad_l
+
+    def hypergradients(self, x: np.ndarray, y_g: np.ndarray, y_l: np.ndarray, trials: int) -> np.ndarray:
+        gap = 0.5 * self.p.regularization * (np.sum(y_l * y_l, axis=1) - np.sum(y_g * y_g, axis=1))
+        return np.broadcast_to(gap[:, None, None], (trials, self.data.counts.size, 1))
+
+    def step(self, x: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+        sign = -1.0 if self.problem["printed_sign"] else 1.0
+        return np.clip(x - sign * self.p.stepsize * estimate, self.problem["omega_min"], self.problem["omega_max"])
 
 
 def _trace_step(
