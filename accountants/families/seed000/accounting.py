@@ -26,7 +26,7 @@ from ...reports import (
     RdpCurve,
     choose_accountant,
 )
-from .releases import _MULTI_TIGHT_REASON, SINGLE_RDP_METHOD, TIGHT_METHOD, NoisyReleases, PaperStatement
+from .releases import _MULTI_TIGHT_REASON, SINGLE_RDP_METHOD, TIGHT_METHOD, NoisyReleases, PaperStatement, RdpBound
 
 # -- answers -------------------------------------------------------------------------------------------------------
 
@@ -57,38 +57,12 @@ def account(
     """ε at ``delta`` from every accountant for multiplier ``z``; ``accountant`` picks the answer."""
     d = check.delta("delta", delta)
     grid = order_grid(orders)
-    bounds = releases.rdp_bounds(z)
-    results: list[AccountantResult] = []
     tag = z if calibrated else None
-    if releases.passes == "single":
-        rho = 1.0 / (2.0 * z * z)
-        rdp_eps, alpha = epsilon_for_linear_rdp(rho, d)
-        rdp_order = alpha if math.isfinite(alpha) else None
-        results.append(
-            AccountantResult.certified("rdp", rdp_eps, SINGLE_RDP_METHOD, optimal_order=rdp_order, noise_multiplier=tag)
-        )
-        tight = gaussian_epsilon(z, d)
-        results.append(AccountantResult("tight", True, tight, "exact", TIGHT_METHOD, noise_multiplier=tag))
-        curve_values = rho * grid
-        bound_curves = [curve_values]
-        bound_eps = [rdp_eps]
-    else:
-        conversion = epsilon_from_rdp(releases.rdp_curve(z), d, grid, refine)
-        if not math.isfinite(conversion.value):
-            raise ParameterError.single(
-                "noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value"
-            )
-        rdp_eps, rdp_order = conversion.value, conversion.optimal_order
-        results.append(
-            AccountantResult.certified(
-                "rdp", rdp_eps, releases.rdp_method(), optimal_order=rdp_order, noise_multiplier=tag
-            )
-        )
-        results.append(AccountantResult.not_applicable("tight", _MULTI_TIGHT_REASON))
-        curve_values = conversion.rdp
-        bound_curves = [b.curve(grid) for b in bounds]
-        bound_eps = [epsilon_from_rdp(b.curve, d, grid, refine).value for b in bounds]
-    certified = min(r.epsilon for r in results if r.applicable)  # type: ignore[type-var]
+    rigorous = (
+        _single_pass(z, d, grid, tag) if releases.passes == "single" else _multi_pass(releases, z, d, grid, refine, tag)
+    )
+    results = list(rigorous.results)
+    certified = min(r.epsilon for r in results if r.applicable and r.epsilon is not None)
     claimed = paper.claimed_epsilon(z, d)
     valid = certified <= claimed * (1.0 + 1e-12)
     results.append(
@@ -103,7 +77,65 @@ def account(
         )
     )
     chosen = choose_accountant(results, accountant)
-    bound_results = tuple(
+    warnings = list(_paper_warnings(paper, claimed, certified, valid, d))
+    curve = RdpCurve(tuple(grid.tolist()), tuple(float(v) for v in rigorous.curve))
+    order = rigorous.optimal_order if chosen.name == "rdp" else None
+    return Accounting(
+        noise_multiplier=z,
+        accounted=Accounted(tuple(results), chosen, d, order, curve),
+        bounds=_bound_results(releases.rdp_bounds(z), rigorous),
+        warnings=tuple(warnings),
+        certified=certified,
+    )
+
+
+@dataclass(frozen=True)
+class _Rigorous:
+    """The rigorous accountants' answers (rdp, tight), the run's Rényi curve on the grid, and each Rényi bound's
+    curve and ε (in the order of :meth:`NoisyReleases.rdp_bounds`)."""
+
+    results: tuple[AccountantResult, ...]
+    optimal_order: float | None
+    curve: np.ndarray
+    bound_curves: list[np.ndarray]
+    bound_epsilons: list[float]
+
+
+def _single_pass(z: float, delta: float, grid: np.ndarray, tag: float | None) -> _Rigorous:
+    """One Gaussian release per record: α/(2z²) converted exactly, and the analytic Gaussian."""
+    rho = 1.0 / (2.0 * z * z)
+    rdp_eps, alpha = epsilon_for_linear_rdp(rho, delta)
+    order = alpha if math.isfinite(alpha) else None
+    rdp = AccountantResult.certified("rdp", rdp_eps, SINGLE_RDP_METHOD, optimal_order=order, noise_multiplier=tag)
+    tight = AccountantResult("tight", True, gaussian_epsilon(z, delta), "exact", TIGHT_METHOD, noise_multiplier=tag)
+    curve = rho * grid
+    return _Rigorous((rdp, tight), order, curve, [curve], [rdp_eps])
+
+
+def _multi_pass(
+    releases: NoisyReleases, z: float, delta: float, grid: np.ndarray, refine: bool, tag: float | None
+) -> _Rigorous:
+    """Sampled releases: the smallest of the Rényi bounds, converted; no tight accountant."""
+    conversion = epsilon_from_rdp(releases.rdp_curve(z), delta, grid, refine)
+    if not math.isfinite(conversion.value):
+        raise ParameterError.single("noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value")
+    order = conversion.optimal_order
+    rdp = AccountantResult.certified(
+        "rdp", conversion.value, releases.rdp_method(), optimal_order=order, noise_multiplier=tag
+    )
+    bounds = releases.rdp_bounds(z)
+    return _Rigorous(
+        (rdp, AccountantResult.not_applicable("tight", _MULTI_TIGHT_REASON)),
+        order,
+        conversion.rdp,
+        [b.curve(grid) for b in bounds],
+        [epsilon_from_rdp(b.curve, delta, grid, refine).value for b in bounds],
+    )
+
+
+def _bound_results(bounds: list[RdpBound], rigorous: _Rigorous) -> tuple[BoundResult, ...]:
+    """Every Rényi bound considered, whether the rdp accountant uses it, its curve and its ε."""
+    return tuple(
         BoundResult(
             name=b.name,
             source=b.source,
@@ -115,16 +147,7 @@ def account(
             selected=b.used,
             releases="every release (the whole transcript)",
         )
-        for b, values, e in zip(bounds, bound_curves, bound_eps, strict=True)
-    )
-    warnings = list(_paper_warnings(paper, claimed, certified, valid, d))
-    curve = RdpCurve(tuple(grid.tolist()), tuple(float(v) for v in curve_values))
-    return Accounting(
-        noise_multiplier=z,
-        accounted=Accounted(tuple(results), chosen, d, rdp_order if chosen.name == "rdp" else None, curve),
-        bounds=bound_results,
-        warnings=tuple(warnings),
-        certified=certified,
+        for b, values, e in zip(bounds, rigorous.bound_curves, rigorous.bound_epsilons, strict=True)
     )
 
 
