@@ -12,14 +12,14 @@ def log_expm1(x: np.ndarray) -> np.ndarray:
     """log(e^x − 1) for x > 0, exact for tiny x and free of overflow for huge x."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):  # e^x − 1 = e^x·(1 − e^{−x}); expm1 keeps 1 − e^{−x} exact for tiny x
-        return x + np.log(-np.expm1(-x))
+        return np.asarray(x + np.log(-np.expm1(-x)))
 
 
 def log1mexp(x: np.ndarray) -> np.ndarray:
     """log(1 − e^x) for x ≤ 0 (Mächler's two-branch rule)."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
-        return np.where(x > -0.6931471805599453, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+        return np.asarray(np.where(x > -0.6931471805599453, np.log(-np.expm1(x)), np.log1p(-np.exp(x))))
 
 
 def segment_logsumexp(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

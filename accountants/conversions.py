@@ -124,7 +124,7 @@ Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
 def upward_extension(grid: np.ndarray) -> np.ndarray:
     """Orders 2, 4, 8, … times the largest order of ``grid``, up to :data:`MAX_AUTO_ORDER`."""
     extension = grid[-1] * 2.0 ** np.arange(1, 20)
-    return extension[extension <= MAX_AUTO_ORDER]
+    return np.asarray(extension[extension <= MAX_AUTO_ORDER])
 
 
 _ZOOM_POINTS = 17

@@ -165,4 +165,4 @@ def _replace_one_by_triangle(q: float, z: float, orders: np.ndarray) -> np.ndarr
     first, second = legs[: alphas.size], legs[alphas.size :]
     triangle = (alphas - 0.5) / (alphas - 1.0) * first + second
     # nor worse than the Gaussian itself with the replace-one sensitivity 2C (std z·C): α·(2C)²/(2(zC)²) = 2α/z²
-    return np.minimum(triangle, 2.0 * alphas / (z * z))
+    return np.asarray(np.minimum(triangle, 2.0 * alphas / (z * z)))

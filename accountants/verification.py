@@ -244,7 +244,9 @@ def _log_mixture(x: np.ndarray, q: float, sigma: float, shift: float) -> np.ndar
     """log[(1 − q)·φ(x/σ) + q·φ((x − shift)/σ)] up to the shared constant."""
     if q >= 1.0:
         return -0.5 * ((x - shift) / sigma) ** 2
-    return np.logaddexp(np.log1p(-q) - 0.5 * (x / sigma) ** 2, math.log(q) - 0.5 * ((x - shift) / sigma) ** 2)
+    return np.asarray(
+        np.logaddexp(np.log1p(-q) - 0.5 * (x / sigma) ** 2, math.log(q) - 0.5 * ((x - shift) / sigma) ** 2)
+    )
 
 
 # -- statistics -----------------------------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def _bellman_step(values: np.ndarray, m: int, p_nodes: np.ndarray, cell: tuple[n
             p = np.clip((1.0 - beta[:, None] / xi) / kappa, 0.0, 1.0)
             value = p * ((1.0 - lam) * a_lo + lam * a_hi) + (1.0 - p) * ((1.0 - lam) * b_lo + lam * b_hi)
             np.maximum(best, np.where(inside, value, 0.0).max(axis=0), out=best)
-    return best
+    return np.asarray(best)
 
 
 def _cell_constants(width: float, m: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:

@@ -94,7 +94,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     while gaussian_log_delta(mu, root) > target:
         root = root * (1.0 + step) + 1e-300
         step *= 2.0
-    return root
+    return float(root)
 
 
 def gaussian_epsilon(noise_multiplier: float, delta: float, count: int = 1) -> float:

@@ -80,7 +80,7 @@ def _rdp_integer(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     moment = log_expm1((distinct_k * distinct_k - distinct_k) / (2.0 * z * z))[k_index]
     terms = log_binom + k * (math.log(q) - math.log1p(-q)) + alpha * math.log1p(-q) + moment
     log_a_minus_1 = segment_logsumexp(terms, starts)
-    return np.logaddexp(0.0, log_a_minus_1) / (alphas - 1.0)
+    return np.asarray(np.logaddexp(0.0, log_a_minus_1) / (alphas - 1.0))
 
 
 @lru_cache(maxsize=64)
@@ -102,7 +102,7 @@ def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
         out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
         pending = pending[~done]
         n_terms *= 4
-    return np.maximum(out, 0.0)
+    return np.asarray(np.maximum(out, 0.0))
 
 
 @lru_cache(maxsize=256)

@@ -76,7 +76,7 @@ _RHO = 1e-12
 
 
 def _min_tail(x: np.ndarray) -> np.ndarray:
-    return special.ndtr(-np.abs(x))
+    return np.asarray(special.ndtr(-np.abs(x)))
 
 
 def _std_mass(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -43,7 +43,7 @@ def pure_dp_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     if e == 0.0:
         return np.zeros_like(a)
     log_x = log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e
-    return np.logaddexp(0.0, log_x - np.logaddexp(0.0, e)) / (a - 1.0)
+    return np.asarray(np.logaddexp(0.0, log_x - np.logaddexp(0.0, e)) / (a - 1.0))
 
 
 def bounded_range_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
@@ -82,7 +82,7 @@ def _stirlerr(n: np.ndarray) -> np.ndarray:
     series = (_S0 - (_S1 - (_S2 - (_S3 - _S4 / nn) / nn) / nn) / nn) / big
     small = np.clip(n, 1.0, 16.0)
     direct = special.gammaln(small + 1.0) - (small + 0.5) * np.log(small) + small - _LOG_SQRT_2PI
-    return np.where(n >= 16.0, series, direct)
+    return np.asarray(np.where(n >= 16.0, series, direct))
 
 
 def _bd0(x: np.ndarray, mean: np.ndarray | float) -> np.ndarray:
@@ -99,7 +99,7 @@ def _bd0(x: np.ndarray, mean: np.ndarray | float) -> np.ndarray:
             ej = ej * v2
             s = s + ej / (2 * j + 1)
         far = x * np.log(x / m) + m - x
-    return np.where(near, s, far)
+    return np.asarray(np.where(near, s, far))
 
 
 def binomial_logpmf(w: np.ndarray, count: float, log_q: float, log_1mq: float) -> np.ndarray:

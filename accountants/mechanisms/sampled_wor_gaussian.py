@@ -57,7 +57,7 @@ def rdp_kernel(gamma: float, z: float, alphas: np.ndarray) -> np.ndarray:
     t = alphas - lower
     interpolated = ((1.0 - t) * at_lower + t * at_upper) / (alphas - 1.0)
     # never worse than the Gaussian on the full data (subsets coupled by index; joint quasi-convexity of D_α)
-    return np.minimum(interpolated, alphas / (2.0 * z * z))
+    return np.asarray(np.minimum(interpolated, alphas / (2.0 * z * z)))
 
 
 def _log_a_integer(gamma: float, z: float, alphas: np.ndarray) -> np.ndarray:
@@ -74,7 +74,7 @@ def _log_a_integer(gamma: float, z: float, alphas: np.ndarray) -> np.ndarray:
         first = _LOG4 + 0.5 * (diffs[2 * (jj // 2)] + diffs[2 * ((jj + 1) // 2)])
         second[small] = np.where(jj == 2, second[small], np.minimum(first, second[small]))
     terms = log_binom + j * math.log(gamma) + second
-    return np.logaddexp(0.0, segment_logsumexp(terms, starts))
+    return np.asarray(np.logaddexp(0.0, segment_logsumexp(terms, starts)))
 
 
 _STEP = 0.2

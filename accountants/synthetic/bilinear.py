@@ -85,7 +85,7 @@ class BilinearProblem:
         b = self.mean if b is None else b
         x, y = w[..., : self.d1], w[..., self.d1 :]
         bx, by = b[..., : self.d1], b[..., self.d1 :]
-        return (
+        return np.asarray(
             np.sum(b * w, axis=-1)
             + self.radius * np.linalg.norm(y @ self.coupling.T + bx, axis=-1)
             + self.radius * np.linalg.norm(x @ self.coupling - by, axis=-1)
@@ -94,7 +94,7 @@ class BilinearProblem:
     def subproblem_gap(self, u: np.ndarray, operator_value: np.ndarray) -> np.ndarray:
         """sup_{w∈W} ⟨G, u − w⟩ = ⟨G, u⟩ + R‖G_x‖ + R‖G_y‖: the certificate of a ν-approximate strong VI solution."""
         gx, gy = operator_value[..., : self.d1], operator_value[..., self.d1 :]
-        return (
+        return np.asarray(
             np.sum(operator_value * u, axis=-1)
             + self.radius * np.linalg.norm(gx, axis=-1)
             + self.radius * np.linalg.norm(gy, axis=-1)
@@ -103,4 +103,4 @@ class BilinearProblem:
 
 def _ball(v: np.ndarray, radius: float) -> np.ndarray:
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    return np.asarray(v * np.minimum(1.0, radius / np.maximum(norms, 1e-300)))

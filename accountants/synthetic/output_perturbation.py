@@ -46,7 +46,7 @@ def audit_rng(seed: int) -> np.random.Generator:
 def sphere(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Uniform on the unit sphere along the last axis."""
     g = rng.standard_normal(shape)
-    return g / np.maximum(np.linalg.norm(g, axis=-1, keepdims=True), 1e-300)
+    return np.asarray(g / np.maximum(np.linalg.norm(g, axis=-1, keepdims=True), 1e-300))
 
 
 def sphere_means(rng: np.random.Generator, trials: int, records: int, dim: int) -> np.ndarray:
@@ -70,14 +70,14 @@ def sphere_means(rng: np.random.Generator, trials: int, records: int, dim: int) 
 
 def project_ball(v: np.ndarray, radius: float) -> np.ndarray:
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    return np.asarray(v * np.minimum(1.0, radius / np.maximum(norms, 1e-300)))
 
 
 def random_matrix(rng: np.random.Generator, rows: int, cols: int, top: float) -> np.ndarray:
     """A rows × cols matrix with singular values evenly spaced from ``top`` down to ``top``/2."""
     u, _, vt = np.linalg.svd(rng.standard_normal((rows, cols)), full_matrices=False)
     k = min(rows, cols)
-    return (u * np.linspace(top, top / 2.0, k)) @ vt
+    return np.asarray((u * np.linspace(top, top / 2.0, k)) @ vt)
 
 
 def unit(rng: np.random.Generator, dim: int) -> np.ndarray:
@@ -105,7 +105,7 @@ def ball_quadratic(h: np.ndarray, g: np.ndarray, radius: float) -> np.ndarray:
             big = np.linalg.norm(go / (wo + mid[:, None]), axis=1) > radius
             lo, hi = np.where(big, mid, lo), np.where(big, hi, mid)
         x[outside] = go / (wo + hi[:, None])
-    return np.einsum("tij,tj->ti", v, x)
+    return np.asarray(np.einsum("tij,tj->ti", v, x))
 
 
 def extragradient_constant(ell_b: float, mu_g: float) -> float:
@@ -299,7 +299,7 @@ def phi_csc(x: np.ndarray, a: np.ndarray, b0: np.ndarray, c0: np.ndarray, mu: fl
     v = x @ a - c0
     nv = np.linalg.norm(v, axis=-1)
     psi = np.where(nv <= mu * radius, nv * nv / (2.0 * mu), radius * nv - mu * radius * radius / 2.0)
-    return x @ b0 + psi
+    return np.asarray(x @ b0 + psi)
 
 
 # -- utility trials ------------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def _counts(n: int, prototypes: int) -> np.ndarray:
 def _ball(points: np.ndarray, radius: float) -> np.ndarray:
     norms = np.linalg.norm(points, axis=-1, keepdims=True)
     with np.errstate(over="ignore"):
-        return points * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+        return np.asarray(points * np.minimum(1.0, radius / np.maximum(norms, 1e-300)))
 
 
 def _quadratic_data(seed: int, n: int, dx: int, dy: int, prototypes: int, problem: Mapping[str, Any]) -> _Data:
@@ -143,14 +143,14 @@ def _ball_qp(matrix: np.ndarray, vector: np.ndarray, radius: float) -> np.ndarra
         return float(np.linalg.norm(coords / (values + nu)))
 
     if norm_at(0.0) <= radius:
-        return vecs @ (coords / values)
+        return np.asarray(vecs @ (coords / values))
     lo, hi = 0.0, 1.0
     while norm_at(hi) > radius:
         hi *= 2.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if norm_at(mid) > radius else (lo, mid)
-    return vecs @ (coords / (values + hi))
+    return np.asarray(vecs @ (coords / (values + hi)))
 
 
 def _step_work(p: BilevelParams, records: int, trials: int) -> float:

@@ -208,17 +208,18 @@ class _Quadratic(_Objective):
         centres = np.einsum("jkl,tl->tjk", data.matrices, x) + data.shifts[None]  # B_j x + z_j
 
         def grad_g(y: np.ndarray) -> np.ndarray:
-            return mu * (y[:, None, :] - centres)
+            return np.asarray(mu * (y[:, None, :] - centres))
 
         def grad_l(y: np.ndarray) -> np.ndarray:
-            return a * (y[:, None, :] - data.targets[None]) + lam * mu * (y[:, None, :] - centres)
+            return np.asarray(a * (y[:, None, :] - data.targets[None]) + lam * mu * (y[:, None, :] - centres))
 
         return grad_g, grad_l
 
     def hypergradients(self, x: np.ndarray, y_g: np.ndarray, y_l: np.ndarray, trials: int) -> np.ndarray:
         rho, mu, lam = self.problem["curvature"], self.problem["strong_convexity"], self.p.regularization
-        return rho * (x[:, None, :] - self.data.anchors[None]) - lam * mu * np.einsum(
-            "jkl,tk->tjl", self.data.matrices, y_l - y_g
+        return np.asarray(
+            rho * (x[:, None, :] - self.data.anchors[None])
+            - lam * mu * np.einsum("jkl,tk->tjl", self.data.matrices, y_l - y_g)
         )
 
     def step(self, x: np.ndarray, estimate: np.ndarray) -> np.ndarray:
@@ -242,15 +243,16 @@ class _Ridge(_Objective):
         omega = x[:, :1]
 
         def residual(y: np.ndarray) -> np.ndarray:
-            return (y @ data.anchors.T - data.targets[None])[:, :, None] * data.anchors[None]  # (t, j, d)
+            return np.asarray((y @ data.anchors.T - data.targets[None])[:, :, None] * data.anchors[None])  # (t, j, d)
 
         def grad_g(y: np.ndarray) -> np.ndarray:
-            return s_tr * train[None, :, None] * residual(y) + (omega * y)[:, None, :]
+            return np.asarray(s_tr * train[None, :, None] * residual(y) + (omega * y)[:, None, :])
 
         def grad_l(y: np.ndarray) -> np.ndarray:
             fit = residual(y)
-            return s_val * (1.0 - train)[None, :, None] * fit + lam * (
-                s_tr * train[None, :, None] * fit + (omega * y)[:, None, :]
+            return np.asarray(
+                s_val * (1.0 - train)[None, :, None] * fit
+                + lam * (s_tr * train[None, :, None] * fit + (omega * y)[:, None, :])
             )
 
         return grad_g, grad_l
@@ -301,7 +303,7 @@ def _trace_step(
 def _clip(vectors: np.ndarray, bound: float) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     with np.errstate(over="ignore"):  # bound/norm may overflow to ∞ where the norm is tiny: no clipping there
-        return vectors * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+        return np.asarray(vectors * np.minimum(1.0, bound / np.maximum(norms, 1e-300)))
 
 
 def _sampler(p: BilevelParams, counts: np.ndarray, rng: np.random.Generator, trials: int) -> Any:
@@ -367,7 +369,7 @@ def _measured(p: BilevelParams, problem: Mapping[str, Any], seed: int, x_out: np
     else:
         gradient = np.array([[_ridge_penalty_gradient(p, data, float(w))] for w in x_out[:, 0]])
         projected = np.clip(x_out - eta * gradient, problem["omega_min"], problem["omega_max"])
-    return np.linalg.norm(x_out - projected, axis=1) / eta
+    return np.asarray(np.linalg.norm(x_out - projected, axis=1) / eta)
 
 
 register_simulator(ALGORITHM_ID, BilevelSimulator())

@@ -148,7 +148,7 @@ def _linear_records(seed: int, n: int, C: float) -> np.ndarray:
 def _batch_means(records: np.ndarray, b: int, steps: int) -> np.ndarray:
     """c̄_t for t = 1..T in the cyclic order."""
     per_batch = records.reshape(-1, b).mean(axis=1)
-    return per_batch[np.arange(steps) % per_batch.size]
+    return np.asarray(per_batch[np.arange(steps) % per_batch.size])
 
 
 def _linear_expected_excess(a: float, p: LastIterateParams, steps: int, records: np.ndarray, sd: float) -> float:

@@ -243,7 +243,7 @@ def _phased_sum(ctx: _Context, releases: list[PlannedRelease], solver_sq: Sequen
     e = [2.0 * dim * r.noise_std**2 + s for r, s in zip(releases, solver_sq, strict=True)]
     mus = [r.mu_k for r in releases]
     head = ctx.lipschitz * math.sqrt(e[-1]) + sum(mus[k] / 2.0 * e[k - 1] for k in range(1, len(e)))  # type: ignore[operator]
-    return head + mus[0] / 2.0 * float(ctx.p.diameter) ** 2  # type: ignore[operator, arg-type]
+    return float(head + mus[0] / 2.0 * float(ctx.p.diameter) ** 2)  # type: ignore[operator, arg-type]
 
 
 def _convex(ctx: _Context) -> list[UtilityValue]:

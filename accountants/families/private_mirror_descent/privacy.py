@@ -37,7 +37,7 @@ def rdp_curve(sched: Schedule, stepsize: float) -> Callable[[np.ndarray], np.nda
     def curve(orders: np.ndarray) -> np.ndarray:
         a = np.asarray(orders, dtype=float)
         with np.errstate(over="ignore"):
-            return k * np.minimum(pure_dp_rdp(e0, a), bounded_range_rdp(e_br, a))
+            return np.asarray(k * np.minimum(pure_dp_rdp(e0, a), bounded_range_rdp(e_br, a)))
 
     return curve
 

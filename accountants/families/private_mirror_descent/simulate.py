@@ -253,13 +253,13 @@ def game_value(matrix: np.ndarray) -> float | None:
 
 def gap(matrix: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Strong duality gap max_j (Aᵀx)_j − min_i (Ay)_i of each row of x, y (exact for bilinear games)."""
-    return np.max(x @ matrix, axis=1) - np.min(y @ matrix.T, axis=1)
+    return np.asarray(np.max(x @ matrix, axis=1) - np.min(y @ matrix.T, axis=1))
 
 
 def _log_softmax(theta: np.ndarray) -> np.ndarray:
     top = theta.max(axis=1, keepdims=True)
     shifted = theta - top
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return np.asarray(shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)))
 
 
 def _sample_counts(rng: np.random.Generator, counts: int | np.ndarray, log_p: np.ndarray) -> np.ndarray:
@@ -294,7 +294,7 @@ class _RecordSums:
             mm = np.asarray(m).reshape((-1,) + (1,) * self.prob.ndim) if np.ndim(m) else m
             ones = rng.binomial(mm, self.prob, size=shape).astype(float)
             m = mm
-        return self.scale * (2.0 * ones - m)
+        return np.asarray(self.scale * (2.0 * ones - m))
 
 
 @dataclass(frozen=True)

@@ -58,13 +58,13 @@ def rate_algorithm1(n: int, d: float, eps: float, delta: float, L0: float, L1: f
         private, c = (ell**1.5 * math.sqrt(lg) / (n * eps)) ** (1.0 / 3.0), L0 + L1
     else:
         private, c = (ell**1.5 * math.sqrt(lg) / (n * eps)) ** 0.4, L0 + L1 + L2
-    return c * (math.sqrt(ell / n) + private)
+    return float(c * (math.sqrt(ell / n) + private))
 
 
 def rate_algorithm3(n: int, d: float, eps: float, delta: float, L0: float, L1: float, L2: float) -> float:
     """Theorem 3.14, unit constants, polylog(n) = log₂ n [A/R]: (L₀+L₁+L₂)·log₂n·[√(ℓ/n) + ℓ·log^{1/4}(1/δ)/√(nε)]."""
     ell = math.log(d)
-    return (
+    return float(
         (L0 + L1 + L2)
         * max(math.log2(n), 1.0)
         * (math.sqrt(ell / n) + ell * (-math.log(delta)) ** 0.25 / math.sqrt(n * eps))
@@ -75,14 +75,14 @@ def rate_algorithm5(n: int, d: float, eps: float, L0: float, L1: float, L2: floa
     """Theorem 4.2, unit constants [A]: first-order √(ℓ/n) + ℓ^{0.7}/(nε)^{0.4}; second-order √(ℓ/n) + ℓ/√(nε)."""
     ell = math.log(d)
     if L2 is None:
-        return (L0 + L1) * (math.sqrt(ell / n) + ell**0.7 / (n * eps) ** 0.4)
+        return float((L0 + L1) * (math.sqrt(ell / n) + ell**0.7 / (n * eps) ** 0.4))
     return (L0 + L1 + L2) * (math.sqrt(ell / n) + ell / math.sqrt(n * eps))
 
 
 def lower_bound_ssp(n: int, d: float, eps: float) -> float:
     """The lower bound √(ℓ/n) + ℓ^{3/4}/√(nε) for DP-SSP on simplices (bilinear instances) [A], unit constants."""
     ell = math.log(d)
-    return math.sqrt(ell / n) + ell**0.75 / math.sqrt(n * eps)
+    return float(math.sqrt(ell / n) + ell**0.75 / math.sqrt(n * eps))
 
 
 def paper_parameters(

@@ -102,7 +102,7 @@ def corollary2_explicit(n: int, M: float, L: float, D: float, d: int, epsilon: f
     """Corollary 2's term-by-term bound at its own parameters, with the corrected 80 (the paper prints 40)."""
     ln = -math.log(delta)
     root = math.sqrt(d * ln)
-    return (
+    return float(
         2.0 * M * D / n
         + 1.5 * (M + L * D) * D * (n ** (-1.0 / 3.0) + root / (epsilon * n ** (2.0 / 3.0)))
         + (4.0 * M * D + 3.0 * L * D * D) / n ** (1.0 / 3.0)

@@ -100,7 +100,7 @@ class NoisyReleases:
         used = [b.curve for b in self.rdp_bounds(z) if b.used]
 
         def curve(orders: np.ndarray) -> np.ndarray:
-            return np.min([c(orders) for c in used], axis=0)
+            return np.asarray(np.min([c(orders) for c in used], axis=0))
 
         return curve
 

@@ -49,12 +49,12 @@ class BatchSource:
         runs, n = self.records.shape[0], self.records.shape[1]
         if self.sampling == "poisson":
             mask = self.rng.random((runs, n)) < self.batch / n
-            return np.einsum("rn,rnd->rd", mask.astype(float), self.records) / self.batch
+            return np.asarray(np.einsum("rn,rnd->rd", mask.astype(float), self.records) / self.batch)
         if self.batch == 1:
             index = self.rng.integers(n, size=runs)
-            return self.records[np.arange(runs), index]
+            return np.asarray(self.records[np.arange(runs), index])
         chosen = np.argpartition(self.rng.random((runs, n)), self.batch - 1, axis=1)[:, : self.batch]
-        return np.take_along_axis(self.records, chosen[:, :, None], axis=1).mean(axis=1)
+        return np.asarray(np.take_along_axis(self.records, chosen[:, :, None], axis=1).mean(axis=1))
 
 
 class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
