@@ -31,7 +31,7 @@ from .conversions import (
     refine_order,
     upward_extension,
 )
-from .errors import CalibrationError
+from .errors import CalibrationError, ParameterError
 
 DEFAULT_RTOL = 1e-6
 NOISE_SEARCH_RANGE = (1e-4, 1e8)
@@ -67,7 +67,7 @@ def calibrate(
     """
     target = check.positive("target_epsilon", target_epsilon)
     if not 0 < rtol < 0.1:
-        raise check.ParameterError.single("rtol", "must be in (0, 0.1)", "(0, 0.1)", rtol)
+        raise ParameterError.single("rtol", "must be in (0, 0.1)", "(0, 0.1)", rtol)
     low_end, high_end = (math.log(v) for v in search_range)
     start = min(max(math.log(check.positive("initial", initial)), low_end), high_end)
     evaluations = 0
@@ -84,7 +84,7 @@ def calibrate(
         return cache[log_noise]
 
     if not initial_step > 1.0:
-        raise check.ParameterError.single("initial_step", "must be > 1", "> 1", initial_step)
+        raise ParameterError.single("initial_step", "must be > 1", "> 1", initial_step)
     lo = hi = start
     step = math.log(initial_step)
     while excess(hi) > 0.0:

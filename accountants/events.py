@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from . import validation as check
+from .errors import ParameterError
 
 
 class DpEvent:
@@ -84,7 +85,7 @@ class ComposedEvent(DpEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "events", tuple(self.events))
         if not self.events:
-            raise check.ParameterError.single("events", "must contain at least one event")
+            raise ParameterError.single("events", "must contain at least one event")
         for k, e in enumerate(self.events):
             _require_event(f"events.{k}", e)
 
@@ -149,4 +150,4 @@ def gaussian_mu(event: DpEvent) -> float:
 
 def _require_event(name: str, value: object) -> None:
     if not isinstance(value, DpEvent):
-        raise check.ParameterError.single(name, "must be a DpEvent", "a DpEvent instance", type(value).__name__)
+        raise ParameterError.single(name, "must be a DpEvent", "a DpEvent instance", type(value).__name__)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import validation as check
+from .errors import ParameterError
 from .events import DpEvent
 from .rdp import NEIGHBOURING_RELATIONS, Neighbouring
 
@@ -49,7 +50,7 @@ class MechanismPlan:
 
     def __post_init__(self) -> None:
         if self.neighbouring not in NEIGHBOURING_RELATIONS:
-            raise check.ParameterError.single(
+            raise ParameterError.single(
                 "neighbouring", "must be one of " + ", ".join(NEIGHBOURING_RELATIONS), value=self.neighbouring
             )
         object.__setattr__(self, "reserved_delta", check.non_negative("reserved_delta", self.reserved_delta))
@@ -58,7 +59,7 @@ class MechanismPlan:
         """δ left for the event tree; ParameterError if the reserved part takes all of it."""
         remaining = delta - self.reserved_delta
         if not remaining > 0.0:
-            raise check.ParameterError.single(
+            raise ParameterError.single(
                 "delta",
                 f"must exceed the δ the algorithm spends outside its releases ({self.reserved_delta:g})",
                 f"> {self.reserved_delta:g}",

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import validation as check
 from .conversions import Conversion, delta_from_rdp, epsilon_from_rdp
-from .errors import DpcalError
+from .errors import DpcalError, ParameterError
 from .events import (
     BoundedRangeEvent,
     ComposedEvent,
@@ -73,7 +73,7 @@ class RdpAccountant:
 
     def __init__(self, neighbouring: Neighbouring = "add-remove") -> None:
         if neighbouring not in NEIGHBOURING_RELATIONS:
-            raise check.ParameterError.single(
+            raise ParameterError.single(
                 "neighbouring", "must be one of " + ", ".join(NEIGHBOURING_RELATIONS), value=neighbouring
             )
         self.neighbouring: Neighbouring = neighbouring

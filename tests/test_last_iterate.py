@@ -381,3 +381,20 @@ def test_calibration_through_the_exact_conversion_matches_the_grid_conversion():
     grid = epsilon_from_rdp(lambda a: rho_value * np.asarray(a), 1e-5)
     assert grid.value == pytest.approx(report.epsilon, rel=1e-12)
     assert linear_rdp_for_epsilon(1.0, 1e-5) == pytest.approx(rho_value, rel=1e-9)
+
+
+def test_logistic_problem_plans_and_runs():
+    """The logistic verification problem (its data and optimum shared with dp-sgd's simulator) plans and runs both
+    checks: the optimum is below the loss at θ = 0 (log 2), no run beats it, and the canary's last-iterate
+    coordinate is larger on D than on D′ (a regression: its imports were broken when the families became packages)."""
+    from accountants.planning import plan_job
+    from accountants.verification import run_block
+
+    family = registry.get("dp-sgd-last-iterate")
+    plan = plan_job(
+        family, dict(family.job_example["params"]), 1e-5, ("utility", "privacy-audit"), 256, 3, {"kind": "logistic"}
+    )
+    assert 0.0 < plan.problem["optimal_loss"] < math.log(2.0)
+    block = run_block(family.simulator, plan, 0)
+    assert np.all(block.utility >= -1e-9)
+    assert block.score_in.mean() > block.score_out.mean()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +9,7 @@ import numpy as np
 
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, param
+from ...synthetic.logistic import logistic_data, logistic_loss, logistic_optimum
 from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores, register_simulator
 from .params import ALGORITHM_ID, DpSgdParams
 
@@ -60,8 +60,8 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
         }
         optimum = None
         if job.utility:
-            features, labels = _logistic_data(seed, records, pr.dimension)
-            optimum = _logistic_optimum(features, labels)
+            features, labels = logistic_data(seed, records, pr.dimension)
+            optimum = logistic_optimum(features, labels)
             resolved["optimal_loss"] = optimum
         exact = gaussian_epsilon(z, delta, steps) if p.batch_size == p.dataset_size else None
         work = trials * steps * (2.0 + ((job.utility) * (q * records + 1) * pr.dimension))
@@ -92,41 +92,10 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             result["score_in"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=True)
             result["score_out"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=False)
         if "utility" in plan.checks:
-            features, labels = _logistic_data(plan.seed, plan.problem["records"], plan.problem["dimension"])
+            features, labels = logistic_data(plan.seed, plan.problem["records"], plan.problem["dimension"])
             losses = [_train(rng, features, labels, p, plan.problem) for _ in range(trials)]
             result["utility"] = np.array(losses) - plan.problem["optimal_loss"]
         return BlockResult(**result)
-
-
-def _logistic_data(seed: int, records: int, dimension: int) -> tuple[np.ndarray, np.ndarray]:
-    """The synthetic data set, a function of the job's seed (its own stream, apart from the trials')."""
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**32,)))
-    features = rng.standard_normal((records, dimension))
-    truth = rng.standard_normal(dimension) * 2.0 / math.sqrt(dimension)
-    labels = np.where(rng.random(records) < 1.0 / (1.0 + np.exp(-features @ truth)), 1.0, -1.0)
-    return features, labels
-
-
-def _logistic_loss(theta: np.ndarray, features: np.ndarray, labels: np.ndarray) -> float:
-    return float(np.mean(np.logaddexp(0.0, -labels * (features @ theta))))
-
-
-def _logistic_optimum(features: np.ndarray, labels: np.ndarray) -> float:
-    from scipy import optimize
-
-    def loss_and_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        margins = labels * (features @ theta)
-        weights = -labels * np.exp(-np.logaddexp(0.0, margins))
-        return float(np.mean(np.logaddexp(0.0, -margins))), features.T @ weights / labels.size
-
-    found = optimize.minimize(
-        loss_and_gradient,
-        np.zeros(features.shape[1]),
-        jac=True,
-        method="L-BFGS-B",
-        options={"gtol": 1e-10, "maxiter": 1000},
-    )
-    return float(found.fun)
 
 
 def _train(
@@ -150,7 +119,7 @@ def _train(
         norms = np.linalg.norm(grads, axis=1)
         grads *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
         theta -= lr * (grads.sum(axis=0) + std * rng.standard_normal(d)) / expected
-    return _logistic_loss(theta, features, labels)
+    return logistic_loss(theta, features, labels)
 
 
 register_simulator(ALGORITHM_ID, DpSgdSimulator())

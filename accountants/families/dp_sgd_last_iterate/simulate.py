@@ -10,6 +10,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, param
+from ...synthetic.logistic import logistic_data, logistic_loss, logistic_optimum
 from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
 from .params import ALGORITHM_ID, LastIterateParams
 
@@ -92,9 +93,7 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
             }
             if job.utility:
                 features, labels = _logistic_features(seed, p.dataset_size, pr.dimension)
-                from .dp_sgd import _logistic_optimum
-
-                resolved["optimal_loss"] = _logistic_optimum(features, labels)
+                resolved["optimal_loss"] = logistic_optimum(features, labels)
             work = trials * steps * (4.0 + 2.0 * p.batch_size * pr.dimension)
         return job.plan(
             report,
@@ -188,16 +187,12 @@ def _run_linear(
 
 
 def _logistic_features(seed: int, n: int, dimension: int) -> tuple[np.ndarray, np.ndarray]:
-    from .dp_sgd import _logistic_data
-
-    return _logistic_data(seed, n, dimension)
+    return logistic_data(seed, n, dimension)
 
 
 def _run_logistic(
     plan: Plan, p: Mapping[str, Any], problem: Mapping[str, Any], rng: np.random.Generator, trials: int
 ) -> BlockResult:
-    from .dp_sgd import _logistic_loss
-
     features, labels = _logistic_features(plan.seed, p["dataset_size"], problem["dimension"])
     lam, C, b = p["stepsize"], p["clip_norm"], p["batch_size"]
     steps, sigma = problem["steps"], problem["noise_std"]
@@ -223,7 +218,7 @@ def _run_logistic(
             canary = canary - lam * push + sigma * rng.standard_normal(trials)
         scores[inside] = canary
         if inside and "utility" in plan.checks:
-            utility = np.array([_logistic_loss(theta[i], features, labels) for i in range(trials)])
+            utility = np.array([logistic_loss(theta[i], features, labels) for i in range(trials)])
             utility -= problem["optimal_loss"]
     result: dict[str, np.ndarray] = {}
     if "privacy-audit" in plan.checks:
