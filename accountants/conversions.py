@@ -18,6 +18,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 from scipy import optimize
@@ -42,6 +43,14 @@ DEFAULT_ORDERS: np.ndarray = _default_orders()
 """A superset of dp_accounting's 156 default orders (1.1…10.9 step 0.1, 11…63, 128, 256, 512, 1024), with extra
 orders between 1.1 and 1.3 and between 64 and 1024. Where the optimum is the largest order the grid is extended
 geometrically up to MAX_AUTO_ORDER."""
+
+
+@overload
+def order_grid(orders: object) -> np.ndarray: ...
+@overload
+def order_grid(orders: object, default: np.ndarray) -> np.ndarray: ...
+@overload
+def order_grid(orders: object, default: None) -> np.ndarray | None: ...
 
 
 def order_grid(orders: object, default: np.ndarray | None = DEFAULT_ORDERS) -> np.ndarray | None:

@@ -111,5 +111,5 @@ def rdp_result(conversion: Conversion, calibrated: float | None = None) -> Accou
 
 def rdp_curve(conversion: Conversion) -> RdpCurve:
     """The conversion's curve on its orders (None where ε(α) is infinite)."""
-    eps = tuple(float(e) if math.isfinite(e) else None for e in conversion.rdp)
-    return RdpCurve(tuple(float(a) for a in conversion.orders), eps)  # type: ignore[arg-type]  # None: infinite
+    eps: tuple[float | None, ...] = tuple(float(e) if math.isfinite(e) else None for e in conversion.rdp)
+    return RdpCurve(tuple(float(a) for a in conversion.orders), eps)

@@ -284,6 +284,13 @@ class Answer:
     releases: tuple[Release, ...] = ()
     """The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."""
 
+    @property
+    def required_noise(self) -> Noise:
+        """The noise of a family whose knob is a noise scale (ValueError for one whose knob is not)."""
+        if self.noise is None:
+            raise ValueError(f"{self.algorithm}: the privacy knob is not a noise scale")
+        return self.noise
+
 
 @dataclass(frozen=True, kw_only=True)
 class PrivacyReport(Answer):

@@ -158,9 +158,9 @@ class Calls:
 
     @staticmethod
     def submit_job(algorithm: str, params: Params, delta: float, options: JobOptions) -> Call[JobOut]:
-        fields = dict(options)
+        fields: dict[str, Any] = dict(options)
         key = fields.pop("idempotency_key", None)
-        headers = {"Idempotency-Key": key} if key else None
+        headers = {"Idempotency-Key": str(key)} if key else None
         return Call("POST", "/v1/jobs", JobOut, _body(algorithm, params, delta=delta, **fields), headers)
 
     @staticmethod

@@ -140,7 +140,7 @@ class Compute:
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         fd = running.connection.fileno()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        loop.add_reader(fd, _resolve, ready)
         deadline = time.monotonic() + self.settings.request_timeout
         try:
             while not ready.done():
@@ -163,6 +163,12 @@ class Compute:
             code = running.process.exitcode
             raise RuntimeError(f"the computation process ended without an answer (exit code {code})") from None
         return outcome
+
+
+def _resolve(ready: asyncio.Future[None]) -> None:
+    """The answer's pipe is readable: wake the waiting request (once)."""
+    if not ready.done():
+        ready.set_result(None)
 
 
 def _end(running: _Running, answered: bool) -> None:

@@ -108,7 +108,11 @@ def _cell_constants(width: float, m: int) -> tuple[np.ndarray, tuple[np.ndarray,
     return p_nodes, (c, kappa, beta, np.exp(h))
 
 
-def worst_case_profiles(width: float, steps: int, subdivisions: int, stages: tuple[int, ...]) -> dict[int, tuple]:
+Profile = tuple[np.ndarray, np.ndarray, float]
+"""V_j and E_j at the nodes, and the relative rounding error they carry."""
+
+
+def worst_case_profiles(width: float, steps: int, subdivisions: int, stages: tuple[int, ...]) -> dict[int, Profile]:
     """V_j and E_j = V_j − (1 − e^x) at the nodes iΔ, |i| ≤ (steps + 1)·m, for each j in ``stages`` (≤ steps).
 
     Only V is iterated: the class is closed under swapping P and Q, and the lattice recursion commutes with the
@@ -123,7 +127,7 @@ def worst_case_profiles(width: float, steps: int, subdivisions: int, stages: tup
     x = np.arange(-half - m, half + m + 1, dtype=_REAL) * (_REAL(width) / m)
     v = np.maximum(-np.expm1(x), 0)
     p_nodes, cell = _cell_constants(width, m)
-    out: dict[int, tuple] = {}
+    out: dict[int, Profile] = {}
     wanted = set(stages)
     step_error = 64.0 * _UNIT * (2 * m + 16 + m / width)
     scale = np.exp(x[m:-m])
@@ -140,7 +144,7 @@ def worst_case_profiles(width: float, steps: int, subdivisions: int, stages: tup
     return out
 
 
-def dominating_pld(width: float, subdivisions: int, profile: tuple) -> pld_ops.DiscretePld:
+def dominating_pld(width: float, subdivisions: int, profile: Profile) -> pld_ops.DiscretePld:
     """The pair whose profile is the chord (in s = e^x) of the node values (module docstring, steps 4–5): a mass
     e^{x_i}·(jump of the slope at s_i) at loss x_i = iΔ, rounded up entry by entry and clipped at 0."""
     values, excess, rel = profile

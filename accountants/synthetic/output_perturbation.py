@@ -318,15 +318,17 @@ def run_utility(
 
 def _strongly_convex(
     problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
-):
+) -> np.ndarray:
     release = phases[0]
     n, d, mu, r = problem["records"], problem["dimension"], problem["curvature"], problem["radius"]
     xhat = r * sphere_means(rng, trials, n, d)  # the exact ERM: the mean of the records
     noisy = xhat + release["sigma"] * rng.standard_normal((trials, d))
-    return 0.5 * mu * np.sum(noisy * noisy, axis=1)
+    return np.asarray(0.5 * mu * np.sum(noisy * noisy, axis=1))
 
 
-def _convex(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int):
+def _convex(
+    problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
+) -> np.ndarray:
     d, rank, s = problem["dimension"], problem["rank"], problem["feature_norm"]
     theta, eta, radius, nbar = np.array(problem["theta"]), problem["label_noise"], problem["radius"], problem["block"]
     out = np.empty(trials)
@@ -366,7 +368,9 @@ def sc_sc_saddle(m: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.linalg.solve(m, np.concatenate([-b, c], axis=-1).T).T
 
 
-def _sc_sc(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int):
+def _sc_sc(
+    problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
+) -> np.ndarray:
     mats = sc_sc_matrices(problem, problem["mu_x"], problem["mu_y"])
     n, beta = problem["records"], problem["spread"]
     b0, c0 = np.array(problem["b0"]), np.array(problem["c0"])
@@ -377,7 +381,9 @@ def _sc_sc(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.
     star = sc_sc_saddle(mats["m"], b0[None, :], c0[None, :])[0]
     ex = z[:, :dx] + phases[0]["sigma"] * rng.standard_normal((trials, dx)) - star[:dx]
     ey = z[:, dx:] + phases[1]["sigma"] * rng.standard_normal((trials, dy)) - star[dx:]
-    return 0.5 * np.einsum("ti,ij,tj->t", ex, mats["h_phi"], ex) + 0.5 * np.einsum("ti,ij,tj->t", ey, mats["h_psi"], ey)
+    return np.asarray(
+        0.5 * np.einsum("ti,ij,tj->t", ex, mats["h_phi"], ex) + 0.5 * np.einsum("ti,ij,tj->t", ey, mats["h_psi"], ey)
+    )
 
 
 def sc_sc_expected_gap(problem: Mapping[str, Any], sigma_x: float, sigma_y: float) -> float:
@@ -401,7 +407,9 @@ def _phase_means(
     return [(sphere_means(rng, trials, nbar, dx), sphere_means(rng, trials, nbar, dy)) for _ in range(phases)]
 
 
-def _c_c(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int):
+def _c_c(
+    problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
+) -> np.ndarray:
     a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
     beta, radius, nbar, mu = problem["spread"], problem["radius"], problem["block"], problem["regularization"]
     dx, dy = a.shape
@@ -422,10 +430,12 @@ def _c_c(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.ra
         y_t = y + phase["sigma"] * rng.standard_normal((trials, dy))
     max_y = radius * np.linalg.norm(x_t @ a - c0, axis=1) + x_t @ b0
     min_x = -radius * np.linalg.norm(y_t @ a.T + b0, axis=1) - y_t @ c0
-    return max_y - min_x
+    return np.asarray(max_y - min_x)
 
 
-def _c_sc(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int):
+def _c_sc(
+    problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
+) -> np.ndarray:
     a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
     beta, radius, nbar, muy = problem["spread"], problem["radius"], problem["block"], problem["mu_y"]
     dx, dy = a.shape
@@ -437,7 +447,7 @@ def _c_sc(problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.r
             a, b0 + beta * u, c0 + beta * v, phase["mu_k"], x_t, muy, zero_y, radius, phase["tol"], phase["cap"]
         )
         x_t = x + phase["sigma"] * rng.standard_normal((trials, dx))
-    return phi_csc(x_t, a, b0, c0, muy, radius) - problem["phi_star"]
+    return np.asarray(phi_csc(x_t, a, b0, c0, muy, radius) - problem["phi_star"])
 
 
 _RUNNERS: dict[str, Callable[..., np.ndarray]] = {

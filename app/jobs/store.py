@@ -187,7 +187,7 @@ class JobStore:
             row = self._db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else _job(row)
 
-    def list(self, status: str | None, limit: int, after_seq: int) -> list[Job]:
+    def page(self, status: str | None, limit: int, after_seq: int) -> list[Job]:
         """Jobs newest first (by creation sequence), optionally of one status, with seq below ``after_seq``."""
         query = (
             "SELECT * FROM jobs WHERE seq < ?" + (" AND status = ?" if status else "") + " ORDER BY seq DESC LIMIT ?"
@@ -243,7 +243,7 @@ class JobStore:
     ) -> bool:
         """Store a chunk's results and the progress; False if the job is no longer ours (cancelled or taken)."""
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
         now = time.time()
         with self._transaction() as db:
             if (

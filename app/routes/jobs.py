@@ -131,7 +131,7 @@ def list_jobs(
                 ],
             )
         after = seq
-    jobs = manager.store.list(status, limit + 1, after)
+    jobs = manager.store.page(status, limit + 1, after)
     page = jobs[:limit]
     return JobList(jobs=[job_out(j) for j in page], next_cursor=page[-1].id if len(jobs) > limit else None)
 

@@ -41,7 +41,7 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan | None:
         """Per outer step 2K inner Gaussian steps and one outer release, T times, under replace-one; None for
         batches drawn with replacement (no event describes them)."""
-        p: BilevelParams = self.parse(params)
+        p = self.parse(params)
         if p.mini and p.batch_sampling == "with-replacement":
             return None
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
@@ -126,6 +126,6 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
 
     # -- utility ---------------------------------------------------------------------------------------------------
 
-    def utility(self, params: Mapping[str, Any] | BilevelParams) -> UtilityReport:
-        p: BilevelParams = self.parse(params)
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        p = self.parse(params)
         return utility_report(p)

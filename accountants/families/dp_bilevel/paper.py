@@ -197,7 +197,7 @@ def paper_split(p: BilevelParams, target: float, delta: float, mode: str) -> Pap
                 f"Lemma 2.2 needs ε < 1, but the given inner_noise_multiplier gives ε̃ = {inner_gaussian:.6g}"
             )
         else:
-            smallest = f" (inner batch below {minimum_batch(p, inner_step)})" if p.mini else ""
+            smallest = f" (inner batch below {minimum_batch(p, inner_step)})" if p.mini and inner_step else ""
             problems.append(
                 f"Lemma 2.2 needs ε < 1, but the inner gradient steps' Gaussian would need ε̃ = {inner_gaussian:.6g}"
                 + smallest

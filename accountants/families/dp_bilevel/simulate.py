@@ -306,7 +306,9 @@ def _clip(vectors: np.ndarray, bound: float) -> np.ndarray:
         return np.asarray(vectors * np.minimum(1.0, bound / np.maximum(norms, 1e-300)))
 
 
-def _sampler(p: BilevelParams, counts: np.ndarray, rng: np.random.Generator, trials: int) -> Any:
+def _sampler(
+    p: BilevelParams, counts: np.ndarray, rng: np.random.Generator, trials: int
+) -> Callable[[str], np.ndarray]:
     """weights(kind) → (trials, prototypes): the share of each prototype in the (batch) mean of one step."""
     full = np.broadcast_to(counts / counts.sum(), (trials, counts.size))
     if not p.mini:
@@ -316,6 +318,7 @@ def _sampler(p: BilevelParams, counts: np.ndarray, rng: np.random.Generator, tri
 
     def weights(kind: str) -> np.ndarray:
         b = sizes[kind]
+        assert b is not None  # mini-batch parameters carry both batch sizes
         if p.batch_sampling == "without-replacement":
             drawn = rng.multivariate_hypergeometric(counts, b, size=trials, method="marginals")
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -41,14 +41,14 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""
-        p: DpSgdParams = self.parse(params)
+        p = self.parse(params)
         steps, _ = steps_and_rule(p)
         return MechanismPlan(_event(p, _noise_multiplier(p), steps), p.neighbouring, description=_rdp_method(p))
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
         """Heavy exactly where a privacy-loss distribution is built: Poisson batches under add/remove-one below full
         batch, when the tight accountant is asked for (``tight``, or ``best``, which needs its value)."""
-        p: DpSgdParams = self.parse(params)
+        p = self.parse(params)
         builds_pld = p.batch_size < p.dataset_size and _tight_not_applicable(p) is None
         asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
         return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
@@ -80,7 +80,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         grid = None if query.orders is None else tuple(query.orders)
         return _calibrate_cached(self, query.params, query.target_epsilon, query.delta, query.accountant, grid)
 
-    def utility(self, params: Mapping[str, Any] | DpSgdParams) -> UtilityReport:
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         self.parse(params)
         return UtilityReport(self.id, (), _UTILITY_REASON)
 
@@ -102,7 +102,7 @@ def _calibrate_cached(
     full_batch = p.batch_size == p.dataset_size
     z_gaussian = gaussian_noise_multiplier(target, d, steps) if full_batch else None
 
-    def curve_of(z: float):
+    def curve_of(z: float) -> Callable[[np.ndarray], np.ndarray]:
         return rdp.curve(_event(p, z, steps))
 
     calibration = calibrate_rdp(curve_of, d, target, orders=orders, initial=z_gaussian or 1.0)

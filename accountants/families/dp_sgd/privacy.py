@@ -4,6 +4,7 @@ analytic Gaussian (full batch), and their calibrations."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ...calibration import calibrate
 from ...conversions import Conversion
@@ -101,7 +102,7 @@ def _tight_calibration(
 
     built: dict[float, PoissonGaussianPld] = {}  # fine-grid PLDs by noise: the answer's grid is reported from one
 
-    def epsilon_of(grid: float):
+    def epsilon_of(grid: float) -> Callable[[float], float]:
         def epsilon(z: float) -> float:
             try:
                 pld = _pld(p, z, steps, grid)

@@ -45,7 +45,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> Plan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
         report = job.privacy()
-        z = report.noise.noise_multiplier
+        z = report.required_noise.noise_multiplier
         steps = report.conventions.steps
         q = p.sampling_rate
         records = pr.records or min(p.dataset_size, 2000)

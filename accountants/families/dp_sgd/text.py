@@ -23,8 +23,8 @@ def _require_finite(value: float, field: str) -> None:
 
 
 def _curve(conversion: Conversion) -> RdpCurve:
-    eps = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
-    return RdpCurve(tuple(float(a) for a in conversion.orders), tuple(eps))  # type: ignore[arg-type]
+    eps: list[float | None] = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
+    return RdpCurve(tuple(float(a) for a in conversion.orders), tuple(eps))
 
 
 def _noise(p: DpSgdParams, z: float) -> Noise:

@@ -12,6 +12,7 @@ import numpy as np
 from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
+from ...params import ParamsModel
 from ...registry import register
 from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, RdpCurve, UtilityReport
 from .bounds import LinearBound, bounds_for
@@ -83,7 +84,7 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
             paper=corollary_c2(p, steps, alpha, rho * alpha, d),
         )
 
-    def utility(self, params: Mapping[str, Any] | LastIterateParams) -> UtilityReport:
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         self.parse(params)
         return UtilityReport(self.id, (), _UTILITY_REASON)
 

@@ -49,7 +49,7 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
 
         p, pr, delta, checks, trials, seed = job.params, job.problem, job.delta, job.checks, job.trials, job.seed
         report = job.privacy()
-        z = report.noise.noise_multiplier
+        z = report.required_noise.noise_multiplier
         steps = report.conventions.steps
         ell = p.steps_per_pass
         sigma = p.stepsize * z * p.clip_norm / p.batch_size

@@ -60,7 +60,7 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """The c Gaussian releases one record influences (replace-one, z = σ_k/Δ_k), with the solver's failure
         probability δ_fail spent outside them (spec §3.4)."""
-        p: PhasedOutputPerturbationParams = self.parse(params)
+        p = self.parse(params)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         _, delta_fail, _ = solver_failure(p, delta)
         event = SelfComposedEvent(GaussianEvent(z), releases_per_record(p.problem_class))
@@ -146,8 +146,8 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
 
     # -- utility -------------------------------------------------------------------------------------------------
 
-    def utility(self, params: Mapping[str, Any] | PhasedOutputPerturbationParams) -> UtilityReport:
-        p: PhasedOutputPerturbationParams = self.parse(params)
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        p = self.parse(params)
         issues = []
         if p.noise_multiplier is None:
             issues.append(
@@ -167,5 +167,6 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
             )
         if issues:
             raise ParameterError(issues)
-        mech = mechanism(p, float(p.noise_multiplier))  # type: ignore[arg-type]
-        return UtilityReport(self.id, utility_bounds(p, mech, float(p.target_delta)), None, applied(p, mech))  # type: ignore[arg-type]
+        mech = mechanism(p, p.given_noise_multiplier)
+        assert p.target_delta is not None  # checked above
+        return UtilityReport(self.id, utility_bounds(p, mech, p.target_delta), None, applied(p, mech))

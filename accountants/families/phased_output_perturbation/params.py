@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ...errors import FieldIssue
+from ...errors import FieldIssue, ParameterError
 from ...params import ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "phased-output-perturbation"
@@ -219,10 +219,10 @@ class PhasedOutputPerturbationParams(ParamsModel):
                 )
             )
 
-    # resolved constants
+    # resolved constants (the class rules of check() make every one the class needs present)
     @property
     def d_x(self) -> int:
-        return int(self.dimension_x if self.dimension_x is not None else self.dimension)  # type: ignore[arg-type]
+        return int(_given(self.dimension_x if self.dimension_x is not None else self.dimension, "dimension"))
 
     @property
     def d_y(self) -> int:
@@ -232,11 +232,34 @@ class PhasedOutputPerturbationParams(ParamsModel):
 
     @property
     def mu_x(self) -> float:
-        return float(self.strong_convexity_x if self.strong_convexity_x is not None else self.strong_convexity)  # type: ignore[arg-type]
+        x = self.strong_convexity_x
+        return float(_given(x if x is not None else self.strong_convexity, "strong_convexity"))
 
     @property
     def mu_y(self) -> float:
-        return float(self.strong_convexity_y if self.strong_convexity_y is not None else self.strong_convexity)  # type: ignore[arg-type]
+        y = self.strong_convexity_y
+        return float(_given(y if y is not None else self.strong_convexity, "strong_convexity"))
+
+    @property
+    def given_diameter(self) -> float:
+        """D, which the phased classes and the minimax utility bounds need."""
+        return float(_given(self.diameter, "diameter"))
+
+    @property
+    def given_smoothness(self) -> float:
+        """ℓ, which the strongly convex utility bounds need."""
+        return float(_given(self.smoothness, "smoothness"))
+
+    @property
+    def given_noise_multiplier(self) -> float:
+        return float(_given(self.noise_multiplier, "noise_multiplier"))
+
+
+def _given(value: float | None, field: str) -> float:
+    """A constant this problem class requires (ParameterError naming it where it is missing)."""
+    if value is None:
+        raise ParameterError.single(field, "is required for this problem_class", "a finite number")
+    return value
 
 
 class _Rules:

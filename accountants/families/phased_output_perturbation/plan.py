@@ -34,6 +34,22 @@ class PlannedRelease:
     mu_k: float | None = None
     m_k: float | None = None
 
+    @property
+    def phase_mu(self) -> float:
+        """μ_k of a phased release (ValueError for a release that has none: Algorithms 1 and 3)."""
+        return _required(self.mu_k, f"{self.name}: μ_k")
+
+    @property
+    def phase_m(self) -> float:
+        """m_k = min{μ_k, μ_y} of a C-SC release."""
+        return _required(self.m_k, f"{self.name}: m_k")
+
+
+def _required(value: float | None, what: str) -> float:
+    if value is None:
+        raise ValueError(f"{what} is not defined for this release")
+    return value
+
 
 @dataclass(frozen=True)
 class Mechanism:
@@ -44,6 +60,12 @@ class Mechanism:
     block_size: int
     unused: int
     regularization: float | None
+
+    @property
+    def phased_regularization(self) -> float:
+        """μ of a phased class (ValueError for Algorithms 1 and 3, which have none)."""
+        return _required(self.regularization, f"{self.problem_class}: the regularisation μ")
+
     releases: tuple[PlannedRelease, ...]
     noise_multiplier: float
 
@@ -59,7 +81,7 @@ def theorem_regularization(p: PhasedOutputPerturbationParams, noise_multiplier: 
     √(ln(5/δ))/ε = z/(2√2), so μ depends on (ε, δ) only through z (K stands for log n, spec §6.1).
     """
     z, n, K = noise_multiplier, p.dataset_size, phases
-    scale = p.lipschitz / p.diameter  # type: ignore[operator]
+    scale = p.lipschitz / p.given_diameter
     if p.problem_class == "convex":
         return scale * max(1.0 / math.sqrt(n), 14.0 * K * math.sqrt(p.d_x) * z / (math.sqrt(2.0) * n))
     if p.problem_class == "c-c":
@@ -129,7 +151,7 @@ def _minimiser(
 def _algorithm3(p: PhasedOutputPerturbationParams, release: _Releases) -> tuple[PlannedRelease, ...]:
     """SC-SC: x and y of one run, Δ = 4L/(n√(μ_var μ))."""
     L, n = p.lipschitz, p.dataset_size
-    mu = min(p.mu_x, p.mu_y)  # type: ignore[type-var]
+    mu = min(p.mu_x, p.mu_y)
     return tuple(
         release(
             f"{var}̃ (Algorithm 3)",
@@ -178,7 +200,7 @@ def _phase(p: PhasedOutputPerturbationParams, release: _Releases, k: int, mu: fl
             )
             for algorithm, var, dim, regularisers, measure in halves
         ]
-    m_k = min(mu_k, p.mu_y)  # type: ignore[type-var]  # c-sc: μ_y is required
+    m_k = min(mu_k, p.mu_y)
     return [
         release(
             f"phase {k}: x̃_{k} (Algorithm 4, C-SC variant)",

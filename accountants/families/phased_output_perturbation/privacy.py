@@ -61,8 +61,9 @@ def gdp_parameter(problem_class: str, noise_multiplier: float) -> float:
 
 def solver_failure(p: PhasedOutputPerturbationParams, delta: float) -> tuple[float, float, bool]:
     """(p, δ_fail, whether p is the paper's default) for the δ being accounted; δ_fail ≥ δ is a 422."""
-    default = p.solver_failure_probability is None
-    prob = paper_failure_probability(p.problem_class, delta) if default else float(p.solver_failure_probability)  # type: ignore[arg-type]
+    given = p.solver_failure_probability
+    default = given is None
+    prob = paper_failure_probability(p.problem_class, delta) if given is None else float(given)
     delta_fail = failing_runs(p.problem_class) * prob
     if delta_fail >= delta:
         runs = failing_runs(p.problem_class)

@@ -86,13 +86,13 @@ def _simulable(p: PhasedOutputPerturbationParams) -> None:
     if cls == "c-sc":
         from ...synthetic.output_perturbation import csc_scale_exists
 
-        if not csc_scale_exists(p.lipschitz, p.mu_y, float(p.diameter)):  # type: ignore[arg-type]
+        if not csc_scale_exists(p.lipschitz, p.mu_y, p.given_diameter):
             issues.append(
                 FieldIssue(
                     ("lipschitz",),
                     "the synthetic c-sc problem needs L > μ_y·D: on a ball of radius D the −(μ_y/2)‖y‖² term alone "
                     "has gradient up to μ_y·D",
-                    f"> strong_convexity_y·diameter = {p.mu_y * float(p.diameter):.6g}",  # type: ignore[arg-type]
+                    f"> strong_convexity_y·diameter = {p.mu_y * p.given_diameter:.6g}",
                     p.lipschitz,
                 )
             )
@@ -129,7 +129,7 @@ class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
         _simulable(p)
         report = job.privacy()
-        z = report.noise.noise_multiplier  # type: ignore[union-attr]
+        z = report.required_noise.noise_multiplier
         cls, n = p.problem_class, p.dataset_size
         mech = mechanism(p, z)
         strong = {"mu_x": p.mu_x if cls in ("strongly-convex", "sc-sc") else None}
@@ -217,8 +217,8 @@ def _phases(
             "accuracy": r.accuracy_required,
         }
         if cls in ("c-c", "c-sc"):
-            other = mech.regularization if cls == "c-c" else p.mu_y
-            heavy, light = max(r.mu_k, other), min(r.mu_k, other)  # type: ignore[type-var, arg-type]
+            other = mech.phased_regularization if cls == "c-c" else p.mu_y
+            heavy, light = max(r.phase_mu, other), min(r.phase_mu, other)
             floor = 1e-13 * radius * synthetic.extragradient_constant(ell_b, light)
             tol = math.sqrt(certified_accuracy(r, probability) / heavy)
             clamped = clamped or tol < floor
@@ -254,8 +254,8 @@ def _audit_setup(
         )
     if cls in ("c-c", "c-sc"):
         radius = float(resolved.get("radius", 1.0))
-        other = mech.regularization if cls == "c-c" else p.mu_y
-        light = min(mech.releases[0].mu_k, other)  # type: ignore[type-var, arg-type]
+        other = mech.phased_regularization if cls == "c-c" else p.mu_y
+        light = min(mech.releases[0].phase_mu, other)
         tol = 1e-11 * radius * synthetic.extragradient_constant(ell_b, light)
         resolved |= {
             "audit_tol": tol,
@@ -297,8 +297,8 @@ def _work(
     data = 10.0 * K * nbar * (dx + dy)
     utility = trials * (data + iterations * per_iteration) + blocks * iterations * ITERATION_OVERHEAD
     runs = 2 if cls == "c-c" else 1
-    other = mech.regularization if cls == "c-c" else p.mu_y
-    light = min(mech.releases[0].mu_k, other)  # type: ignore[type-var, arg-type]
+    other = mech.phased_regularization if cls == "c-c" else p.mu_y
+    light = min(mech.releases[0].phase_mu, other)
     radius = float(problem.get("radius", 1.0))
     tol = 1e-11 * radius * synthetic.extragradient_constant(ell_b, light)
     exact_iterations = synthetic.extragradient_iterations(ell_b, light, radius, tol)

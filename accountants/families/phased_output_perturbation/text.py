@@ -140,7 +140,7 @@ def _warnings(
     if cls in PHASED and mech.unused:
         notes.append(f"{mech.unused} records (n − K·n̄) are not used by any phase")
     if cls == "c-sc":
-        threshold = p.lipschitz / (float(p.diameter) * math.sqrt(p.dataset_size))  # type: ignore[arg-type]
+        threshold = p.lipschitz / (p.given_diameter * math.sqrt(p.dataset_size))
         if p.mu_y < threshold:
             notes.append(
                 f"μ_y = {p.mu_y:.6g} < L/(D√n) = {threshold:.6g}: Corollary 4.9's condition fails (privacy is "

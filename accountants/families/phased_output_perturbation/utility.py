@@ -153,7 +153,7 @@ def _context(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float) -
 def _strongly_convex(ctx: _Context) -> list[UtilityValue]:
     """Theorem 3.4 and its proof's exact sums."""
     p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
-    mu, ell, d = p.mu_x, float(p.smoothness), p.d_x  # type: ignore[arg-type]
+    mu, ell, d = p.mu_x, p.given_smoothness, p.d_x
     kappa = ell / mu
     r = mech.releases[0]
     noise = d * r.noise_std**2
@@ -190,7 +190,7 @@ def _strongly_convex(ctx: _Context) -> list[UtilityValue]:
 def _sc_sc(ctx: _Context) -> list[UtilityValue]:
     """Theorem 4.4 and its proof's exact sums."""
     p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
-    mux, muy, ell = p.mu_x, p.mu_y, float(p.smoothness)  # type: ignore[arg-type]
+    mux, muy, ell = p.mu_x, p.mu_y, p.given_smoothness
     mu = min(mux, muy)
     d = max(p.d_x, p.d_y)
     c = (ell / mux) * (ell / muy) + ell / mu
@@ -228,7 +228,7 @@ def _sc_sc(ctx: _Context) -> list[UtilityValue]:
 
 def _phased_conditions(ctx: _Context) -> tuple[Assumption, Assumption]:
     """The closed forms of the phased classes assume the theorem's μ and 2^K ≥ n."""
-    K, mu = ctx.mech.phases, float(ctx.mech.regularization)  # type: ignore[arg-type]
+    K, mu = ctx.mech.phases, ctx.mech.phased_regularization
     theorem_mu = ctx.p.regularization is None
     mu_ok = Assumption(
         "regularization is the theorem's choice",
@@ -241,15 +241,15 @@ def _phased_conditions(ctx: _Context) -> tuple[Assumption, Assumption]:
 def _phased_sum(ctx: _Context, releases: list[PlannedRelease], solver_sq: Sequence[float], dim: int) -> float:
     """L√E_K + Σ_{k≥2} (μ_k/2)E_{k−1} + (μ_1/2)D² with E_k = 2dσ_k² + (solver term)."""
     e = [2.0 * dim * r.noise_std**2 + s for r, s in zip(releases, solver_sq, strict=True)]
-    mus = [r.mu_k for r in releases]
-    head = ctx.lipschitz * math.sqrt(e[-1]) + sum(mus[k] / 2.0 * e[k - 1] for k in range(1, len(e)))  # type: ignore[operator]
-    return float(head + mus[0] / 2.0 * float(ctx.p.diameter) ** 2)  # type: ignore[operator, arg-type]
+    mus = [r.phase_mu for r in releases]
+    head = ctx.lipschitz * math.sqrt(e[-1]) + sum(mus[k] / 2.0 * e[k - 1] for k in range(1, len(e)))
+    return float(head + mus[0] / 2.0 * ctx.p.given_diameter**2)
 
 
 def _convex(ctx: _Context) -> list[UtilityValue]:
     """Theorem 3.7 and its proof's exact sum."""
     p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
-    D, K, nbar = float(p.diameter), mech.phases, mech.block_size  # type: ignore[arg-type]
+    D, K, nbar = p.given_diameter, mech.phases, mech.block_size
     rel = mech.releases
     d = p.d_x
     problem = (
@@ -257,7 +257,7 @@ def _convex(ctx: _Context) -> list[UtilityValue]:
         Assumption(f"some minimiser x* has ‖x* − x₀‖ ≤ D = {D:g} (x₀ = 0)", None),
     )
     head = _phased_sum(ctx, list(rel), [2.0 * (ctx.failure * r.accuracy_required) ** 2 for r in rel], d)
-    exact = head + sum(2.0 * L * L / (r.mu_k * nbar) for r in rel)  # type: ignore[operator]
+    exact = head + sum(2.0 * L * L / (r.phase_mu * nbar) for r in rel)
     closed = 4.0 * L * D * K * (1.0 / math.sqrt(n) + 7.0 * math.sqrt(d * ctx.log25) / (n * eps_z))
     src = f"{SOURCE}, Theorem 3.7"
     conditions = ctx.closed(problem, closed, exact, _phased_conditions(ctx))
@@ -277,7 +277,7 @@ def _convex(ctx: _Context) -> list[UtilityValue]:
 def _c_c(ctx: _Context) -> list[UtilityValue]:
     """Theorem 4.8 and its proof's exact sum (eq. (4) for each half)."""
     p, mech, L, n, eps_z = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z
-    D, mu, K, nbar = float(p.diameter), float(mech.regularization), mech.phases, mech.block_size  # type: ignore[arg-type]
+    D, mu, K, nbar = p.given_diameter, mech.phased_regularization, mech.phases, mech.block_size
     d = max(p.d_x, p.d_y)
     problem = (
         Assumption("f is L-Lipschitz and ℓ-smooth, convex in x and concave in y (Assumption 4.1)", None),
@@ -286,7 +286,7 @@ def _c_c(ctx: _Context) -> list[UtilityValue]:
     total = 0.0
     for alg, dim in (("Algorithm 4", p.d_x), ("Algorithm 5", p.d_y)):
         rel = mech.by_algorithm(alg)
-        head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.mu_k for r in rel], dim)  # type: ignore[operator]
+        head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.phase_mu for r in rel], dim)
         total += head + 8.0 * K * L * L / (mu * nbar) + mu / 2.0 * D * D
     closed = 16.0 * L * D * K * K * (1.0 / math.sqrt(n) + 5.0 * math.sqrt(d * ctx.log5) / (n * eps_z))
     src = f"{SOURCE}, Theorem 4.8"
@@ -307,7 +307,7 @@ def _c_c(ctx: _Context) -> list[UtilityValue]:
 def _c_sc(ctx: _Context) -> list[UtilityValue]:
     """Corollary 4.9 as stated and corrected (spec §6.10), and the exact sum of eq. (4)."""
     p, mech, L, n, eps_z, delta = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z, ctx.delta
-    D, K, nbar = float(p.diameter), mech.phases, mech.block_size  # type: ignore[arg-type]
+    D, K, nbar = p.given_diameter, mech.phases, mech.block_size
     dx, muy = p.d_x, p.mu_y
     rel = list(mech.releases)
     problem = (
@@ -317,8 +317,8 @@ def _c_sc(ctx: _Context) -> list[UtilityValue]:
     valid = Assumption(
         f"μ_y ≥ L/(D√n) = {L / (D * math.sqrt(n)):.6g} (Corollary 4.9's condition)", muy >= L / (D * math.sqrt(n))
     )
-    head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.mu_k for r in rel], dx)  # type: ignore[operator]
-    exact = head + sum(8.0 * L * L / (r.m_k * nbar) for r in rel)  # type: ignore[operator]
+    head = _phased_sum(ctx, rel, [2.0 * ctx.failure * r.accuracy_required / r.phase_mu for r in rel], dx)
+    exact = head + sum(8.0 * L * L / (r.phase_m * nbar) for r in rel)
     part1 = 6.0 * L * D * K * (1.0 / math.sqrt(n) + 4.0 * math.sqrt(dx * ctx.log25) / (n * eps_z))
     stated = part1 + L * L * K * K * (
         8.0 / (muy * n) + 65.0 * dx * (math.log(2.5 * n) - math.log(delta)) / (muy * n * n * eps_z * eps_z)
@@ -389,9 +389,9 @@ def predicted_bound(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: f
     """The smallest applicable explicit bound on the measure the simulator reports, and its name."""
     measure = PREDICTED_MEASURE[p.problem_class]
     found = [
-        v
+        (v.value, v)
         for v in utility_values(p, mech, delta)
         if v.measure == measure and v.value is not None and v.valid and math.isfinite(v.value)
     ]
-    best = min(found, key=lambda v: v.value)  # type: ignore[arg-type, return-value]
-    return float(best.value), f"{best.name}: {best.source}"  # type: ignore[arg-type]
+    value, best = min(found, key=lambda found: found[0])
+    return float(value), f"{best.name}: {best.source}"

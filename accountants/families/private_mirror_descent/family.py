@@ -35,7 +35,7 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     def cost(
         self,
         operation: Operation,
-        params: Mapping[str, Any] | PrivateMirrorDescentParams,
+        params: Mapping[str, Any] | ParamsModel,
         accountant: str = "best",
     ) -> Cost:
         """Heavy for privacy and calibration with the tight accountant (``tight``, or ``best``, which needs its
@@ -48,7 +48,7 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
         neighbours of fixed size n, seed 001 §1.3); with k = 0 nothing depends on the data."""
-        p: PrivateMirrorDescentParams = self.parse(params)
+        p = self.parse(params)
         sched = schedule(p)
         e0 = sched.epsilon0(_stepsize(p))
         sample = BoundedRangeEvent(sched.range_ratio * e0, e0)
@@ -113,6 +113,6 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
 
     # -- utility ------------------------------------------------------------------------------------------------------
 
-    def utility(self, params: Mapping[str, Any] | PrivateMirrorDescentParams) -> UtilityReport:
-        p: PrivateMirrorDescentParams = self.parse(params)
+    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
+        p = self.parse(params)
         return _utility_report(p, schedule(p), p.stepsize, None, None, [])

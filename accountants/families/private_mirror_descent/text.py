@@ -48,14 +48,14 @@ def _stepsize(p: PrivateMirrorDescentParams) -> float:
 
 def _curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
     orders = np.asarray(conversion.orders, dtype=float)
-    eps = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
-    return RdpCurve(tuple(orders.tolist()), tuple(eps), rdp_labels(sched, eta, orders))  # type: ignore[arg-type]
+    eps: list[float | None] = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
+    return RdpCurve(tuple(orders.tolist()), tuple(eps), rdp_labels(sched, eta, orders))
 
 
 def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
     results = [AccountantResult.certified("rdp", acc.rdp.value, _RDP_METHOD, optimal_order=_order(acc.rdp))]
     if acc.tight is None:
-        results.append(AccountantResult.not_applicable("tight", acc.tight_reason))
+        results.append(AccountantResult.not_applicable("tight", acc.tight_reason or acc.bounded_range_reason or ""))
     else:
         results.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc)))
     if acc.paper_valid:

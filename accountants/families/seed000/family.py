@@ -10,7 +10,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ...family import AlgorithmFamily, CalibrationQuery, PrivacyQuery
 from ...params import ParamsModel
@@ -50,7 +50,7 @@ class NoisyViFamily(AlgorithmFamily[S]):
     :func:`~.accounting.account` (rdp, tight for a single pass, the paper's statement beside)."""
 
     accountants = ("rdp", "tight", "paper")
-    accountant_notes: Mapping[str, str] = MappingProxyType({})
+    accountant_notes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     noise_fields = ("noise_multiplier", "noise_std")
 
     @abstractmethod

@@ -123,7 +123,9 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
                 p.lipschitz,
             )
         report = job.privacy()
-        z, sigma = report.noise.noise_multiplier, report.noise.noise_std
+        noise = report.required_noise
+        z, sigma = noise.noise_multiplier, noise.noise_std
+        assert sigma is not None  # seed 000's noise is absolute as well
         steps = report.conventions.steps
         resolved: dict[str, Any] = {"kind": "bilinear", "steps": steps, "noise_std": sigma}
         resolved |= self.resolve(p, sigma)
