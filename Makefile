@@ -38,8 +38,9 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/blas.py
 	$(BIN)/python benchmarks/http.py
 
+## lint: ruff (lint and format) and mypy (strict on accountants/, normal on app/; configured in pyproject.toml)
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

@@ -19,7 +19,7 @@ from .verification import Job, Plan
 
 
 def plan_job(
-    family: AlgorithmFamily,
+    family: AlgorithmFamily[Any],
     params: Mapping[str, Any] | ParamsModel,
     delta: float,
     checks: tuple[str, ...],

@@ -89,7 +89,7 @@ class Compute:
         threading.Thread(target=multiprocessing.forkserver.ensure_running, name="dpcal-forkserver", daemon=True).start()
 
     async def answer(
-        self, request: Request, family: AlgorithmFamily, operation: Operation, body: Any, args: tuple[Any, ...]
+        self, request: Request, family: AlgorithmFamily[Any], operation: Operation, body: Any, args: tuple[Any, ...]
     ) -> Any:
         """``family.<operation>(*args)``: from the cache, in the thread pool (cheap) or in its own process (heavy).
 

@@ -17,17 +17,24 @@ PREFIX = "/docs-assets"
 
 def install(app: FastAPI) -> None:
     app.mount(PREFIX, StaticFiles(directory=ASSETS), name="docs-assets")
-    page = {"openapi_url": app.openapi_url or "/openapi.json", "title": f"{app.title} — API reference"}
+    openapi_url, title = app.openapi_url or "/openapi.json", f"{app.title} — API reference"
     swagger = {"validatorUrl": None, "tryItOutEnabled": True, "displayRequestDuration": True}
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         js, css, icon = (f"{PREFIX}/{name}" for name in ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png"))
         return get_swagger_ui_html(
-            **page, swagger_js_url=js, swagger_css_url=css, swagger_favicon_url=icon, swagger_ui_parameters=swagger
+            openapi_url=openapi_url,
+            title=title,
+            swagger_js_url=js,
+            swagger_css_url=css,
+            swagger_favicon_url=icon,
+            swagger_ui_parameters=swagger,
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
         js, icon = f"{PREFIX}/redoc.standalone.js", f"{PREFIX}/favicon.png"
-        return get_redoc_html(**page, redoc_js_url=js, redoc_favicon_url=icon, with_google_fonts=False)
+        return get_redoc_html(
+            openapi_url=openapi_url, title=title, redoc_js_url=js, redoc_favicon_url=icon, with_google_fonts=False
+        )

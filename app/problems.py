@@ -217,8 +217,8 @@ def _from_validation(errors: Sequence[Mapping[str, Any]], models: Mapping[str, t
 def _issue(error: Mapping[str, Any], loc: list[Any], model: type[BaseModel] | None) -> FieldIssue:
     relative = {**error, "loc": tuple(loc)}
     if model is not None and loc[:1] == ["params"] and len(loc) > 1:
-        params_model = model.model_fields["params"].annotation
-        issue = field_issues(params_model, [{**relative, "loc": tuple(loc[1:])}])[0]  # type: ignore[arg-type]
+        params_model: type[BaseModel] = model.model_fields["params"].annotation  # type: ignore[assignment]  # params is a model
+        issue = field_issues(params_model, [{**relative, "loc": tuple(loc[1:])}])[0]
         return FieldIssue(("params", *issue.loc), issue.message, issue.allowed, issue.value)
     known_field = loc and isinstance(loc[0], str) and loc[0] in (model.model_fields if model else {})
     if model is not None and (known_field or (error.get("type") == "extra_forbidden" and len(loc) == 1)):

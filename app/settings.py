@@ -79,7 +79,7 @@ class Settings:
         for name, (kind, lo, hi) in NUMBERS.items():
             if f"{PREFIX}{name}" in env:
                 values[name.lower()] = _number(env, name, kind, lo, hi)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)  # type: ignore[arg-type]  # every value was parsed for its field above
 
 
 NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {

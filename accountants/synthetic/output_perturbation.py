@@ -24,7 +24,7 @@ full accuracy the privacy proof allows, towards the other data set's output on o
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -551,7 +551,7 @@ def _apart(mean_in: np.ndarray, mean_out: np.ndarray, release: Mapping[str, Any]
     }
 
 
-def audit_gdp(releases: list[Mapping[str, Any]]) -> float:
+def audit_gdp(releases: Sequence[Mapping[str, Any]]) -> float:
     """μ of the simulated pair: √Σ‖mean_in − mean_out‖²/σ² (independent Gaussian releases)."""
     total = 0.0
     for r in releases:

@@ -91,7 +91,7 @@ def _answer(endpoint: Endpoint, body_type: Any) -> Callable[..., Any]:
     async def answer(
         request: Request,
         compute: ComputeDep,
-        body: Annotated[body_type, Body(openapi_examples=examples)],  # type: ignore[valid-type]  # built from the registry
+        body: Annotated[body_type, Body(openapi_examples=examples)],
     ) -> Any:
         family = registry.get(body.algorithm)
         with in_params(family):

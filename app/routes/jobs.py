@@ -17,11 +17,11 @@ from .examples import job_examples
 from .responses import PROBLEM_CONTENT, errors
 
 RETRY_AFTER_SECONDS = 10
-SUBMIT_ERRORS = errors(400, 404, 413, 415, 422) | {
+SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = errors(400, 404, 413, 415, 422) | {
     409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
     429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
 }
-UNKNOWN_JOB = {"content": PROBLEM_CONTENT, "description": "Unknown job id."}
+UNKNOWN_JOB: dict[str, Any] = {"content": PROBLEM_CONTENT, "description": "Unknown job id."}
 JobId = Annotated[str, Path(max_length=64, description="Job id.")]
 IdempotencyKey = Annotated[
     str | None,
@@ -54,7 +54,7 @@ def build_router(body: RequestBody) -> APIRouter:
         get_job,
         methods=["GET"],
         response_model=JobOut,
-        responses={404: UNKNOWN_JOB} | errors(422),
+        responses=errors(422) | {404: UNKNOWN_JOB},
         summary="A job",
     )
     finished = {"content": PROBLEM_CONTENT, "description": "The job has already finished."}
@@ -73,7 +73,7 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
     def submit(
         response: Response,
         manager: JobManagerDep,
-        job: Annotated[job_type, Body(openapi_examples=job_examples())],  # type: ignore[valid-type]  # built from the registry
+        job: Annotated[job_type, Body(openapi_examples=job_examples())],
         idempotency_key: IdempotencyKey = None,
     ) -> JobOut:
         """Run the algorithm many times on a synthetic problem (after calibrating the noise, if a target ε is

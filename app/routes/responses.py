@@ -23,7 +23,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "The computation exceeded the request budget (DPCAL_REQUEST_TIMEOUT) and was stopped.",
     },
 }
-POST_ERRORS = {k: ERRORS[k] for k in (400, 404, 413, 415, 422, 503, 504)}
+POST_ERRORS: dict[int | str, dict[str, Any]] = {k: ERRORS[k] for k in (400, 404, 413, 415, 422, 503, 504)}
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -42,17 +42,18 @@ Orders = Annotated[
 ]
 
 
-def _title(family: AlgorithmFamily) -> str:
+def _title(family: AlgorithmFamily[Any]) -> str:
     return "".join(part.capitalize() for part in family.id.split("-"))
 
 
-def _variant(family: AlgorithmFamily, kind: str, fields: dict[str, Any]) -> type[Strict]:
-    return create_model(  # type: ignore[call-overload, no-any-return]
+def _variant(family: AlgorithmFamily[Any], kind: str, fields: dict[str, Any]) -> type[Strict]:
+    algorithm: Any = Literal[family.id]  # one literal per registered family
+    return create_model(
         f"{_title(family)}{kind}Request",
         __base__=Strict,
         __doc__=f"{kind} request for `{family.id}`: {family.title}.",
         algorithm=(
-            Literal[family.id],  # type: ignore[valid-type]
+            algorithm,
             Field(description="Algorithm id (see GET /v1/algorithms).", examples=[family.id]),
         ),
         params=(family.params_model, Field(description=f"Hyperparameters of {family.id}.")),
@@ -65,7 +66,7 @@ class RequestBody:
 
     ``fields`` are the fields besides algorithm and params, or a function giving them for a family."""
 
-    def __init__(self, kind: str, fields: dict[str, Any] | Callable[[AlgorithmFamily], dict[str, Any]]) -> None:
+    def __init__(self, kind: str, fields: dict[str, Any] | Callable[[AlgorithmFamily[Any]], dict[str, Any]]) -> None:
         self.variants: dict[str, type[Strict]] = {
             f.id: _variant(f, kind, fields(f) if callable(fields) else fields) for f in registry.families()
         }
@@ -108,7 +109,7 @@ UTILITY_FIELDS: dict[str, Any] = {}
 JobCheck = Literal["utility", "privacy-audit"]
 
 
-def job_fields(family: AlgorithmFamily) -> dict[str, Any]:
+def job_fields(family: AlgorithmFamily[Any]) -> dict[str, Any]:
     """Fields of a verification-job request; ``problem`` is the family simulator's problem model."""
     problem_model: Any = family.simulator.problem_model if family.simulator is not None else dict[str, Any]
     return {

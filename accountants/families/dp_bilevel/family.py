@@ -55,7 +55,7 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
         z_in = inner_multiplier(p, z)
         results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
         chosen = choose_accountant(results, accountant)
-        if not math.isfinite(chosen.epsilon):  # type: ignore[arg-type]
+        if chosen.epsilon is None or not math.isfinite(chosen.epsilon):
             raise ParameterError.single(
                 "noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value"
             )
@@ -96,7 +96,8 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
             )
         chosen = _choose_calibration(results, accountant)
         z = chosen.noise_multiplier
-        z_in = corrected.inner_noise_multiplier if chosen.name == "paper" else inner_multiplier(p, z)  # type: ignore[arg-type]
+        assert z is not None  # every applicable calibration result carries its multiplier
+        z_in = corrected.inner_noise_multiplier if chosen.name == "paper" else inner_multiplier(p, z)
         update = {"noise_multiplier": z} | ({"inner_noise_multiplier": z_in} if chosen.name == "paper" else {})
         calibrated = p.model_copy(update=update)
         report = self.privacy(calibrated, d, "best" if chosen.name != "paper" else "paper", grid)

@@ -164,6 +164,13 @@ class PaperSplit:
     def valid(self) -> bool:
         return not self.problems and self.noise_multiplier is not None
 
+    @property
+    def multipliers(self) -> tuple[float, float] | None:
+        """(z, z_in) where the split prescribes both, else None."""
+        if self.noise_multiplier is None or self.inner_noise_multiplier is None:
+            return None
+        return self.noise_multiplier, self.inner_noise_multiplier
+
 
 def paper_split(p: BilevelParams, target: float, delta: float, mode: str) -> PaperSplit:
     """The multipliers of the printed split (ε/√(18T), δ/(3(T+1)) per mechanism) or the corrected one (ε_it with
@@ -179,11 +186,14 @@ def paper_split(p: BilevelParams, target: float, delta: float, mode: str) -> Pap
     problems: list[str] = []
     if not per_iteration < 1.0:
         problems.append(f"Lemma 2.1 needs ε₀ < 1, but the per-step budget is ε_it = {per_iteration:.6g}")
+    inner_budget: float | None
+    inner_step: float | None
     if p.inner_noise_multiplier is None:
-        inner_budget: float | None = per_iteration / 3.0
+        solve_budget = per_iteration / 3.0
         outer_budget = per_iteration / 3.0
-        inner_step = advanced_composition_inverse(inner_budget, split.inner_step, k)  # type: ignore[arg-type]
-        inner_gaussian = amplify_inverse(inner_step, q_in)
+        step = advanced_composition_inverse(solve_budget, split.inner_step, k)
+        inner_budget, inner_step = solve_budget, step
+        inner_gaussian = amplify_inverse(step, q_in)
         z_in = classic_gaussian_multiplier(inner_gaussian, split.inner_gaussian)
     else:
         z_in = p.inner_noise_multiplier

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ...errors import FieldIssue
+from ...errors import FieldIssue, ParameterError
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-bilevel"
@@ -142,6 +142,30 @@ class BilevelParams(ParamsModel):
     @property
     def mini(self) -> bool:
         return self.variant == "mini-batch"
+
+    @property
+    def inner_batch(self) -> int:
+        """b_in: the inner batch of a mini-batch run (check() requires it), the dataset for full batches."""
+        return self._batch(self.batch_size_inner)
+
+    @property
+    def outer_batch(self) -> int:
+        """b_out: the outer batch of a mini-batch run (check() requires it), the dataset for full batches."""
+        return self._batch(self.batch_size_outer)
+
+    def _batch(self, size: int | None) -> int:
+        if not self.mini:
+            return self.dataset_size
+        if size is None:
+            raise ParameterError.single("batch_size_outer", "is required for variant='mini-batch'", "an integer >= 1")
+        return size
+
+    @property
+    def given_initial_suboptimality(self) -> float:
+        """Δ_F, which the explicit and rate bounds need."""
+        if self.initial_suboptimality is None:
+            raise ParameterError.single("initial_suboptimality", "is required for this bound", "a finite number >= 0")
+        return self.initial_suboptimality
 
     @property
     def batch_sampling(self) -> str:

@@ -31,13 +31,11 @@ class Mechanism:
 
 def mechanisms(p: BilevelParams) -> tuple[Mechanism, Mechanism, Mechanism]:
     """The inner solve for ỹ_t, the inner solve for ỹ^λ_t, and the outer release, in that order."""
-    b_in = p.batch_size_inner if p.mini else p.dataset_size
-    b_out = p.batch_size_outer if p.mini else p.dataset_size
-    k = p.inner_total
+    b_in, b_out, k = p.inner_batch, p.outer_batch, p.inner_total
     return (
-        Mechanism("inner solve ỹ_t ≈ argmin_y g(x_t, y)", p.lipschitz_g, b_in, k, p.dimension_y),  # type: ignore[arg-type]
-        Mechanism("inner solve ỹ^λ_t ≈ argmin_y f + λg", p.lipschitz_lambda, b_in, k, p.dimension_y),  # type: ignore[arg-type]
-        Mechanism("outer penalty hypergradient g̃_t", p.clip, b_out, 1, p.dimension_x),  # type: ignore[arg-type]
+        Mechanism("inner solve ỹ_t ≈ argmin_y g(x_t, y)", p.lipschitz_g, b_in, k, p.dimension_y),
+        Mechanism("inner solve ỹ^λ_t ≈ argmin_y f + λg", p.lipschitz_lambda, b_in, k, p.dimension_y),
+        Mechanism("outer penalty hypergradient g̃_t", p.clip, b_out, 1, p.dimension_x),
     )
 
 
@@ -53,8 +51,8 @@ def sampling_rates(p: BilevelParams) -> tuple[float, float]:
         return 1.0, 1.0
     n = p.dataset_size
     if p.batch_sampling == "without-replacement":
-        return p.batch_size_inner / n, p.batch_size_outer / n  # type: ignore[operator]
-    return _q_with_replacement(p.batch_size_inner, n), _q_with_replacement(p.batch_size_outer, n)  # type: ignore[arg-type]
+        return p.inner_batch / n, p.outer_batch / n
+    return _q_with_replacement(p.inner_batch, n), _q_with_replacement(p.outer_batch, n)
 
 
 def _q_with_replacement(b: int, n: int) -> float:

@@ -28,8 +28,8 @@ def rdp_event(p: BilevelParams, z: float, z_in: float) -> DpEvent:
     k = p.inner_total
     if p.mini:
         n = p.dataset_size
-        inner: DpEvent = SampledWithoutReplacementEvent(n, p.batch_size_inner, GaussianEvent(z_in))  # type: ignore[arg-type]
-        outer: DpEvent = SampledWithoutReplacementEvent(n, p.batch_size_outer, GaussianEvent(z))  # type: ignore[arg-type]
+        inner: DpEvent = SampledWithoutReplacementEvent(n, p.inner_batch, GaussianEvent(z_in))
+        outer: DpEvent = SampledWithoutReplacementEvent(n, p.outer_batch, GaussianEvent(z))
     else:
         inner, outer = GaussianEvent(z_in), GaussianEvent(z)
     return SelfComposedEvent(ComposedEvent((SelfComposedEvent(inner, 2 * k), outer)), p.steps)
@@ -143,7 +143,7 @@ def _choose_calibration(results: list[AccountantResult], accountant: str) -> Acc
     usable = [r for r in results if r.counts_for_best and r.name != "paper"]
     if not usable:
         return choose_accountant(results, "best", key="noise_multiplier")
-    return min(usable, key=lambda r: r.noise_multiplier)  # type: ignore[arg-type, return-value]
+    return min(usable, key=_noise_key)
 
 
 def _calibration_results(
@@ -236,13 +236,14 @@ def _paper_calibration_result(p: BilevelParams, target: float, d: float, correct
     paper's chain meets it, or why it does not apply."""
     fixed = p.inner_noise_multiplier
     t = p.steps
-    if corrected.valid:
-        z, z_in = corrected.noise_multiplier, corrected.inner_noise_multiplier
-        chain = paper_chain(p, z, z_in, d)  # type: ignore[arg-type]
+    multipliers = corrected.multipliers
+    if corrected.valid and multipliers is not None:
+        z, z_in = multipliers
+        chain = paper_chain(p, z, z_in, d)
         step = 1e-15
         while chain.epsilon > target and step < 1.0:  # rounding: never above the target (geometric search)
-            z, z_in = z * (1 + step), z_in if fixed is not None else z_in * (1 + step)  # type: ignore[operator]
-            chain = paper_chain(p, z, z_in, d)  # type: ignore[arg-type]
+            z, z_in = z * (1 + step), z_in if fixed is not None else z_in * (1 + step)
+            chain = paper_chain(p, z, z_in, d)
             step *= 2.0
     if corrected.valid and chain.valid and chain.epsilon <= target:
         corrected_note = (
@@ -279,14 +280,14 @@ def _refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
         return
     issues = []
     n = p.dataset_size
-    checks = [("batch_size_outer", p.batch_size_outer, corrected.outer_budget, "outer release")]
+    checks = [("batch_size_outer", p.outer_batch, corrected.outer_budget, "outer release")]
     if corrected.inner_step is not None:
-        checks.append(("batch_size_inner", p.batch_size_inner, corrected.inner_step, "inner gradient step"))
+        checks.append(("batch_size_inner", p.inner_batch, corrected.inner_step, "inner gradient step"))
     for name, size, budget, what in checks:
         if budget <= 0.0:
             continue
         smallest = minimum_batch(p, budget)
-        if size < smallest:  # type: ignore[operator]
+        if size < smallest:
             allowed = f"an integer in [{smallest}, {n}]" if smallest <= n else "none at this target: use full-batch"
             issues.append(
                 FieldIssue(
@@ -311,16 +312,17 @@ def _paper_calibration(
         f"{SOURCE}, proofs of Theorems 4.1/5.1: (ε/√(18T), δ/(3(T+1))) per mechanism, 3 mechanisms per outer step "
         "(printed split)"
     )
-    if printed.noise_multiplier is None:
+    multipliers = printed.multipliers
+    if multipliers is None:
         return PaperCalibration.not_applicable(source, "; ".join(printed.problems), target)
-    z, z_in = printed.noise_multiplier, printed.inner_noise_multiplier
-    chain = paper_chain(p, z, z_in, d)  # type: ignore[arg-type]
+    z, z_in = multipliers
+    chain = paper_chain(p, z, z_in, d)
     certified, by = None, None
     if not (p.mini and p.batch_sampling == "with-replacement"):
-        results, _, _ = _privacy_results(p, z, z_in, d, DEFAULT_ORDERS, True)  # type: ignore[arg-type]
+        results, _, _ = _privacy_results(p, z, z_in, d, DEFAULT_ORDERS, True)
         rigorous = [r for r in results if r.applicable and r.name != "paper"]
         if rigorous:
-            best = min(rigorous, key=lambda r: r.epsilon)  # type: ignore[arg-type, return-value]
+            best = min(rigorous, key=_epsilon_key)
             certified, by = best.epsilon, best.name
     note = (
         f"per mechanism ε₁ = ε/√(18T) = {printed.outer_budget:.6g}, δ₁ = δ/(3(T+1)); noise_multiplier = {z:.6g}, "
@@ -344,8 +346,8 @@ def _split_warnings(
     p: BilevelParams, target: float, d: float, printed: PaperSplit, corrected: PaperSplit, paper: PaperCalibration
 ) -> list[str]:
     notes = []
-    if printed.noise_multiplier is not None:
-        total = paper_chain(p, printed.noise_multiplier, printed.inner_noise_multiplier, d).epsilon  # type: ignore[arg-type]
+    if printed.multipliers is not None:
+        total = paper_chain(p, *printed.multipliers, d).epsilon
         notes.append(
             f"erratum (spec §3.4, §6 item 1): the printed split ε/√(18T) per mechanism really totals "
             f"ε√(ln((T+1)/δ)) + ε² = {total:.6g} by Lemma 2.1, not ε = {target:g}"
@@ -377,3 +379,11 @@ def _notes(p: BilevelParams) -> list[str]:
             "paper's 2λL₀^g needs λ ≥ L₀^f/L₀^g)"
         )
     return notes
+
+
+def _noise_key(result: AccountantResult) -> float:
+    return math.inf if result.noise_multiplier is None else result.noise_multiplier
+
+
+def _epsilon_key(result: AccountantResult) -> float:
+    return math.inf if result.epsilon is None else result.epsilon

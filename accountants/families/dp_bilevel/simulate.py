@@ -65,7 +65,7 @@ class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
                     getattr(p, name),
                 )
         report = job.privacy()
-        z = report.noise.noise_multiplier  # type: ignore[union-attr]
+        z = report.required_noise.noise_multiplier
         z_in = inner_multiplier(p, z)
         resolved = _resolve_quadratic(p, pr, seed) if pr.kind == "quadratic" else _resolve_ridge(p, pr, seed)
         resolved |= {"kind": pr.kind, "prototypes": pr.prototypes, "inner_noise_multiplier": z_in}

@@ -92,7 +92,7 @@ def error_budget(p: BilevelParams, z: float, z_in: float) -> ErrorBudget:
     noise = z * outer.sensitivity * (math.sqrt(p.dimension_x) + math.sqrt(2.0 * (math.log(4.0 * t) - math.log(gamma))))
     sampling = 0.0
     if p.mini:
-        sampling = 2.0 * p.clip * math.sqrt(2.0 * (math.log(8.0 * t) - math.log(gamma)) / p.batch_size_outer)  # type: ignore[operator]
+        sampling = 2.0 * p.clip * math.sqrt(2.0 * (math.log(8.0 * t) - math.log(gamma)) / p.outer_batch)
     return ErrorBudget(e0, el, bias, noise, sampling)
 
 
@@ -104,7 +104,7 @@ def penalty_gap(p: BilevelParams) -> float:
 def explicit_bound(p: BilevelParams, error: float) -> float:
     """‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T) with L = 1/(2η) and Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) (spec §4.3)."""
     smooth = 1.0 / (2.0 * p.stepsize)
-    gap = p.initial_suboptimality + penalty_gap(p)  # type: ignore[operator]
+    gap = p.given_initial_suboptimality + penalty_gap(p)
     return 4.0 * error + math.sqrt(12.0 * smooth * gap / p.steps)
 
 

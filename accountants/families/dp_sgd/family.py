@@ -115,6 +115,7 @@ def _calibrate_cached(
 
     chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
     z = chosen.noise_multiplier
+    assert z is not None  # every applicable calibration result carries its multiplier
     conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
     accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
     return accounted.calibration(

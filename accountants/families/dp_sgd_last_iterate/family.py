@@ -18,7 +18,18 @@ from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyRe
 from .bounds import LinearBound, bounds_for
 from .paper import corollary_c2
 from .params import ALGORITHM_ID, SOURCE, LastIterateParams, _steps
-from .text import _METHOD, _best, _bound_results, _conventions, _noise, _noise_multiplier, _order, _sigma, _warnings
+from .text import (
+    _METHOD,
+    _best,
+    _bound_results,
+    _conventions,
+    _noise,
+    _noise_multiplier,
+    _order,
+    _sigma,
+    _warnings,
+    coefficient,
+)
 
 # -- the family ------------------------------------------------------------------------------------------------------
 
@@ -68,9 +79,9 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         found = bounds_for(p, steps)
         best = _best(found)
         # every bound is K·α/z²: the conversion is solved for z exactly (one-sided)
-        z = noise_for_linear_rdp(_coefficient(best), target, d)
+        z = noise_for_linear_rdp(coefficient(best), target, d)
         accounted, alpha = _accounted(best, z, d, grid, calibrated=True)
-        rho = _coefficient(best) / (z * z)
+        rho = coefficient(best) / (z * z)
         return accounted.calibration(
             self.id,
             _noise(p, z),
@@ -89,17 +100,11 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         return UtilityReport(self.id, (), _UTILITY_REASON)
 
 
-def _coefficient(bound: LinearBound) -> float:
-    """K of the bound's curve Kα/z² (the chosen bound always has one)."""
-    assert bound.coefficient is not None
-    return bound.coefficient
-
-
 def _accounted(
     bound: LinearBound, z: float, delta: float, grid: np.ndarray, calibrated: bool = False
 ) -> tuple[Accounted, float]:
     """The rdp answer of the chosen bound at multiplier z (the only accountant that applies), and its optimal order."""
-    rho = _coefficient(bound) / (z * z)
+    rho = coefficient(bound) / (z * z)
     epsilon, alpha = epsilon_for_linear_rdp(rho, delta)
     rdp = AccountantResult.certified(
         "rdp", epsilon, _METHOD, optimal_order=_order(alpha), noise_multiplier=z if calibrated else None

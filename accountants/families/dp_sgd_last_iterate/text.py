@@ -21,7 +21,15 @@ _METHOD = (
 
 
 def _best(found: list[LinearBound]) -> LinearBound:
-    return min((b for b in found if b.coefficient is not None), key=lambda b: b.coefficient)  # type: ignore[arg-type, return-value]
+    """The applicable bound with the smallest coefficient (the composition bound always applies)."""
+    return min((b for b in found if b.coefficient is not None), key=coefficient)
+
+
+def coefficient(bound: LinearBound) -> float:
+    """K of an applicable bound's curve Kα/z²."""
+    if bound.coefficient is None:
+        raise ValueError(f"{bound.name} does not apply here: it has no coefficient")
+    return bound.coefficient
 
 
 def _order(alpha: float) -> float | None:
@@ -101,7 +109,8 @@ def _warnings(p: LastIterateParams, found: list[LinearBound], best: LinearBound)
                 "accounts for releasing every iterate"
             )
         else:
-            ratio = min(b.coefficient for b in last_iterate) / composition.coefficient  # type: ignore[operator]
+            smallest = min(b.coefficient for b in last_iterate if b.coefficient is not None)
+            ratio = smallest / composition.coefficient  # type: ignore[operator]  # composition always has its coefficient
             notes.append(
                 f"the last-iterate bounds lose to composition here (best one is {ratio:.3g}× composition): "
                 "the answer is the composition bound, which also covers releasing every iterate"

@@ -42,7 +42,9 @@ def utility_values(p: PhasedOutputPerturbationParams, mech: Mechanism, delta: fl
     sum (``exact_sum``) here."""
     ctx = _context(p, mech, delta)
     return [
-        v if v.role == "exact" else replace(v, valid=v.exact_sum is not None and bool(v.value >= v.exact_sum))
+        v
+        if v.role == "exact"
+        else replace(v, valid=v.value is not None and v.exact_sum is not None and bool(v.value >= v.exact_sum))
         for v in _BY_CLASS[p.problem_class](ctx)
     ]
 

@@ -218,6 +218,7 @@ def _calibrations(
             start = max(e0, sched.epsilon0(out[0].calibrated_value or 0.0))  # rdp's answer is nearly feasible here
             eta = max(eta, _bounded_range_stepsize(sched, target, delta, start, e0))
             acc = account(sched, eta, delta, grid, True)
+            assert acc.tight is not None  # the stepsize was found by a computed optimal composition
             out.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc), calibrated_value=eta))
     limit = 8.0 * (-math.log(delta))
     if target <= limit:

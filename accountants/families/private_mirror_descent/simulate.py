@@ -362,7 +362,8 @@ def _run_algorithm1(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if t == steps - 1:
             break  # the last batch's gradient never reaches a released sample
         if audit and t == 0:
-            rest = others.draw(rng, trials)  # type: ignore[union-attr]
+            assert others is not None  # an audit run draws the other records
+            rest = others.draw(rng, trials)
             mine, theirs = (rest + sign * record) / b, (rest - sign * record) / b
         else:
             mine = records.draw(rng, trials) / b
@@ -471,7 +472,8 @@ def _run_algorithm5(run: _Run) -> tuple[np.ndarray, np.ndarray]:
         if t == steps:
             break  # g_T only moves θ_{T+1}, which x_T does not use
         if audit and t == slot:
-            rest = others.draw(rng, trials)  # type: ignore[union-attr]
+            assert others is not None  # an audit run draws the other records
+            rest = others.draw(rng, trials)
             mine, theirs = (rest + sign * record) / b, (rest - sign * record) / b
         else:
             mine = records.draw(rng, trials) / b

@@ -3,6 +3,7 @@ recommendations (seed 001 Theorems 3.1, 3.14, 4.2; spec §4, §7.3)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -136,7 +137,7 @@ def tune_algorithm1(p: PrivateMirrorDescentParams, eps: float, delta: float) -> 
             e0 = math.inf if count == 0 else math.sqrt(8.0 * rho / count)
             eta = min(nonprivate_stepsize(t, ell, L0), b * e0 / (4.0 * L0))
             if count and count * (4.0 * eta * L0 / b) ** 2 / 8.0 > rho:  # rounding: step below the root
-                eta = _shrink(eta, lambda s, c=count, b=b: c * (4.0 * s * L0 / b) ** 2 / 8.0 <= rho)
+                eta = _shrink(eta, functools.partial(_within_budget, count=count, batch=b, lipschitz=L0, rho=rho))
             value = explicit_gap_bound(t, k, eta, ell, L0, L1, L2, reg)
             if best is None or value < best.bound:
                 best = Tuned(b, t, k, eta, 4.0 * eta * L0 / b, value)
@@ -382,3 +383,8 @@ def _recommendations(
             )
         )
     return out
+
+
+def _within_budget(stepsize: float, count: int, batch: int, lipschitz: float, rho: float) -> bool:
+    """Whether ``count`` samples of ε₀ = 4ηL₀/B stay within the zCDP budget ρ (ε₀²/8 each)."""
+    return count * (4.0 * stepsize * lipschitz / batch) ** 2 / 8.0 <= rho

@@ -38,7 +38,8 @@ only where a rigorous accountant confirms it, so ``best`` ≤ ``paper`` whenever
 
 from __future__ import annotations
 
-from .nispp import Nispp, NisppParams
+from .nispp import Nispp
+from .nispp_params import NisppParams
 from .nseg import Nseg, NsegParams
 
 __all__ = ["Nispp", "NisppParams", "Nseg", "NsegParams"]

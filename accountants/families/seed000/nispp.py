@@ -39,8 +39,8 @@ from ...synthetic.bilinear import BilinearProblem
 from ...verification import Plan, register_simulator
 from .answers import finite_bounds
 from .family import CalibratedUtility, NoisyViFamily, Wording
-from .nispp_params import MAX_INNER_ITERATIONS, SOURCE, NisppParams, Setting, paper_statement, setting
-from .params import BilinearProblemSettings, sampling_notes
+from .nispp_params import MAX_INNER_ITERATIONS, NisppParams, Setting, paper_statement, setting
+from .params import SOURCE, BilinearProblemSettings, sampling_notes
 from .releases import PaperStatement
 from .simulate import BatchSource, BilinearSimulator
 from .utility import OPERATOR_CLASS, weak_gaps

@@ -152,7 +152,8 @@ def setting(p: NisppParams, z: float | None = None) -> Setting:
     if p.regularization is not None:
         lam = p.regularization
     else:
-        lam, lam_rule = default_regularization(p, z)  # type: ignore[arg-type]
+        assert z is not None  # check(): regularization is given whenever the noise is given as noise_std
+        lam, lam_rule = default_regularization(p, z)
         applied.append(Recommendation("regularization", lam, lam_rule, True))
     if p.inner_tolerance is not None:
         nu = p.inner_tolerance

@@ -192,12 +192,13 @@ class PaperStatement:
             raise CalibrationError(
                 f"target_epsilon {epsilon:.3g} is too small: the paper's noise multiplier overflows floating point"
             )
-        if self.scale is None:
+        scale = self.scale
+        if scale is None:
             return paper
 
         def excess(log_z: float) -> float:
             z = math.exp(log_z)
-            return math.log(z * self.scale(z)) - math.log(paper)  # type: ignore[misc]
+            return math.log(z * scale(z)) - math.log(paper)
 
         lo, hi = math.log(paper) - 1.0, math.log(paper) + 1.0
         while excess(lo) > 0.0:
