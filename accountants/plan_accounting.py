@@ -3,7 +3,7 @@
 :func:`account_plan` answers ε at δ for a :class:`~accountants.plans.MechanismPlan`: ``rdp`` (the RDP accountant on
 its event tree, improved conversion) and ``tight`` (exact Gaussian DP where the tree is made of Gaussian releases).
 :func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob. Families
-(:class:`~accountants.family.PlannedFamily`) and compositions over HTTP build their answers from these.
+(:class:`~accountants.planned.PlannedFamily`) and compositions over HTTP build their answers from these.
 """
 
 from __future__ import annotations

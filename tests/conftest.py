@@ -1,111 +1,21 @@
-"""Shared fixtures: a real uvicorn server on loopback, started by the tests themselves.
+"""Shared fixtures: a real uvicorn server on loopback, started by the tests themselves (:mod:`tests.support.server`).
 
-No web import at module level: library tests run without the web stack (httpx is imported where a server is used)."""
+The suite mirrors the code: ``unit/`` (the accounting spine and mechanisms), ``families/`` (each algorithm family,
+and a family registered from the test folder), ``service/`` (the app in process, and the project's plumbing), ``e2e/``
+(a live server: every test there is marked ``slow``). Shared helpers and the independent oracles live in
+``support/``. No web import at module level: library tests run without the web stack."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from .support.server import start_server, stop_server
+
 if TYPE_CHECKING:
     import httpx
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(env: dict[str, str] | None = None, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """A dpcal server on a free loopback port (``args``: more ``dpcal serve`` options); its job database is a fresh
-    temporary file unless env names one."""
-    port = free_port()
-    database = env.get("DPCAL_JOBS_DB") if env else None
-    if database is None:
-        database = os.path.join(tempfile.mkdtemp(prefix="dpcal-test-"), "jobs.sqlite3")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "DPCAL_LOG_LEVEL": "warning",
-            "DPCAL_JOB_WORKERS": "2",
-            **(env or {}),
-            "DPCAL_JOBS_DB": database,
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    import httpx
-
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited: {process.stderr.read().decode() if process.stderr else ''}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("server did not start within 60 s")
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` and every live descendant (Linux /proc), in seconds."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = int(fields[1])
-            times[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        current = frontier.pop()
-        for child, parent in parents.items():
-            if parent == current and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return sum(times.get(p, 0.0) for p in tree)
-
-
-def wait_until_idle(pid: int, window: float = 1.0, limit: float = 0.1, timeout: float = 120.0) -> None:
-    """Wait until the process tree of ``pid`` uses less than ``limit`` CPU seconds in ``window`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = tree_cpu_seconds(pid)
-        time.sleep(window)
-        if tree_cpu_seconds(pid) - before < limit:
-            return
-    raise AssertionError(f"process tree of {pid} still busy after {timeout} s")
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
 
 
 @pytest.fixture(scope="session")

@@ -120,7 +120,7 @@ def worst_case_profiles(width: float, steps: int, subdivisions: int, stages: tup
     Returns {j: (V, E, relative_error)}: relative_error bounds the relative distance of both to the exact-arithmetic
     lattice values, (1 + ρ)^j − 1 with ρ = 64u·(2m + 16 + m/ε) per step (u of ``longdouble``): the end points lose
     up to m ulps in 1 − p_i, and inside a cell ξ − 1 and 1 − β/ξ are differences of size ~Δ, which costs u/Δ
-    (an empirical allowance, not a proof: ``tests/test_bounded_range_composition.py`` checks it against an
+    (an empirical allowance, not a proof: ``tests/unit/test_bounded_range_composition.py`` checks it against an
     independent 40-digit recursion)."""
     m = subdivisions
     half = (steps + 1) * m

@@ -21,7 +21,7 @@ SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = errors(400, 404, 413, 415, 422)
     409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
     429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
 }
-UNKNOWN_JOB: dict[str, Any] = {"content": PROBLEM_CONTENT, "description": "Unknown job id."}
+UNKNOWN_JOB: dict[int | str, dict[str, Any]] = {404: {"content": PROBLEM_CONTENT, "description": "Unknown job id."}}
 JobId = Annotated[str, Path(max_length=64, description="Job id.")]
 IdempotencyKey = Annotated[
     str | None,
@@ -54,7 +54,7 @@ def build_router(body: RequestBody) -> APIRouter:
         get_job,
         methods=["GET"],
         response_model=JobOut,
-        responses=errors(422) | {404: UNKNOWN_JOB},
+        responses=UNKNOWN_JOB | errors(422),
         summary="A job",
     )
     finished = {"content": PROBLEM_CONTENT, "description": "The job has already finished."}
@@ -63,7 +63,7 @@ def build_router(body: RequestBody) -> APIRouter:
         cancel_job,
         methods=["DELETE"],
         response_model=JobOut,
-        responses={404: UNKNOWN_JOB} | errors(422) | {409: finished},
+        responses=UNKNOWN_JOB | errors(422) | {409: finished},
         summary="Cancel a job",
     )
     return router

@@ -42,6 +42,10 @@ Utility (Section 4): the explicit bound ‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(1
 (spec §4.1, reconstructed constants); the Õ rates of Theorems 4.1, 5.1, 6.1 with unit constants, corrected (K₂ with
 ℓ^{5/6}, K₃/√b_out, K₁ with ℓ^{3/4}) beside the printed ones. The simulator runs Algorithm 1/3 on the spec §7.4
 quadratic bilevel problem or the Section 7 ridge-tuning problem (closed forms for L*_λ, F, Δ_F).
+
+Modules: ``params``, ``plan`` (the three mechanisms of an outer step), ``paper`` (the lemma chain and its budget
+splits), ``privacy`` (every accountant and its calibration), ``utility``, ``text`` (wording), ``family``, ``problems``
+(synthetic data), ``simulate``, ``card.toml``.
 """
 
 from __future__ import annotations

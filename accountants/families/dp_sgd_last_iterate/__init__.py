@@ -24,6 +24,9 @@ L_λ = √(1 + 2λm[1 + m/(2(M+m))]) (eq. 13; ``l_lambda_form="kappa4"`` uses 1 
 θ_L(s) = L^{2(s−1)}/Σ_{j<s} L^{2j}, computed as (1 − L^{−2})/(1 − L^{−2s}) in log space. With
 ``constant="proof"`` eqs. (17) and (19) use the constant the paper's proof derives, 2α(λC/(bσ))²[1 + (⌈T/ℓ⌉−1)θ]
 (spec §3.10, sharp on the linear-Gaussian instance); the default is the printed 4α.
+
+Modules: ``params``, ``bounds`` (the last-iterate theorems with their conditions), ``paper`` (Corollary C.2), ``text``
+(wording), ``family``, ``simulate`` (linear-Gaussian and logistic problems), ``card.toml``.
 """
 
 from __future__ import annotations

@@ -40,6 +40,10 @@ x̃ lands, possibly outside 𝒳 where Assumption 3.1/4.1 is stated; the bounds 
 non-expansive post-processing), and every utility bound lists this assumption. Not used: Algorithm 3's x and y come
 from one solver run whose error and stability are bounded in the weighted norm μ_x‖·‖² + μ_y‖·‖², which would make
 (x̃, ỹ) a single Gaussian with μ = 1/z instead of the composition's √2/z; the spec composes, and so do we.
+
+Modules: ``params``, ``plan`` (phases, blocks and releases), ``privacy`` (the accountants), ``calibration`` (every
+accountant's noise for a target, the paper's printed calibration, the recommendations), ``utility`` (the theorems and
+their proofs' exact sums), ``text`` (wording), ``family``, ``simulate`` (E1–E5 with audits), ``card.toml``.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ Accountants (k adaptively composed mechanisms):
   composition of k ε₀-DP mechanisms (Kairouz, Oh & Viswanath 2015), which is optimal for the larger class of pure
   ε₀-DP mechanisms and answers where (a) does not apply: Algorithm 5's samples are ε₀-DP with bounded range 2ε₀,
   which adds nothing to pure DP, so there (b) is already optimal for the class.
+
+Modules: ``params``, ``plan`` (the sampling schedule), ``privacy`` (every accountant and its calibration), ``utility``,
+``text`` (wording), ``family``, ``simulate`` (matrix games and linear losses with a transcript audit), ``card.toml``.
 """
 
 from __future__ import annotations

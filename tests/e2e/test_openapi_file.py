@@ -2,7 +2,7 @@
 
 import json
 
-from .conftest import ROOT
+from ..support.server import ROOT
 
 
 def test_exported_document_equals_served_one(http):

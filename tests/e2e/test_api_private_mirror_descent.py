@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from .test_api_contract import assert_problem
-from .test_jobs import wait
+from ..support.http import assert_problem
+from ..support.jobs import wait
 
 ALGORITHM = "private-mirror-descent"
 PARAMS = {

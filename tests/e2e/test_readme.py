@@ -13,7 +13,7 @@ import sys
 import httpx
 import pytest
 
-from .conftest import ROOT
+from ..support.server import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.DOTALL)

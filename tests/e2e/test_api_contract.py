@@ -6,7 +6,8 @@ import pytest
 
 from accountants import registry
 
-from .oracles import DPA_ORDERS, dpa_poisson_event, dpa_rdp_epsilon
+from ..support.http import assert_problem
+from ..support.oracles import DPA_ORDERS, dpa_poisson_event, dpa_rdp_epsilon
 
 MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
 PROBLEM = "application/problem+json"
@@ -14,18 +15,6 @@ PROBLEM = "application/problem+json"
 
 def post(http, path, body):
     return http.post(path, json=body)
-
-
-def assert_problem(response, status, *fields):
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM)
-    body = response.json()
-    assert {"type", "title", "status", "detail"} <= body.keys()
-    assert body["status"] == status
-    named = {tuple(e["loc"]) for e in body.get("errors") or []}
-    for field in fields:
-        assert field in named, (field, named)
-    return body
 
 
 def test_healthz(http):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from .test_api_contract import assert_problem
+from ..support.http import assert_problem
 
 PARAMS = {
     "dataset_size": 10000,

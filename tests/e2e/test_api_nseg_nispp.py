@@ -2,8 +2,8 @@
 
 import pytest
 
-from .test_api_contract import assert_problem
-from .test_jobs import wait
+from ..support.http import assert_problem
+from ..support.jobs import wait
 
 BILINEAR = {"lipschitz": 2.414, "smoothness": 1.0, "diameter": 2.828, "dimension": 10}
 SINGLE = BILINEAR | {"dataset_size": 10000, "batch_size": 10}

@@ -14,7 +14,7 @@ from accountants.conversions import (
     log_delta_by_order,
 )
 
-from .oracles import DPA_ORDERS
+from ..support.oracles import DPA_ORDERS
 
 
 def gaussian_curve(rho):

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from .test_api_contract import assert_problem
-from .test_jobs import wait
+from ..support.http import assert_problem
+from ..support.jobs import wait
 
 ALG = "phased-output-perturbation"
 CONVEX = {"problem_class": "convex", "dataset_size": 4096, "dimension": 10, "lipschitz": 1.0, "diameter": 1.0}

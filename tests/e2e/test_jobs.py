@@ -18,37 +18,11 @@ from app.jobs.runner import InlineRunner, ProcessPoolRunner
 from app.jobs.store import JobStore
 from app.settings import Settings
 
-from .conftest import start_server, stop_server
-from .test_api_contract import assert_problem
+from ..support.http import assert_problem
+from ..support.jobs import LINEAR, LONG, alive, body, children, wait
+from ..support.server import start_server, stop_server
 
 pytestmark = pytest.mark.slow  # live servers and thousands of simulated trials
-
-LINEAR = {
-    "dataset_size": 20,
-    "batch_size": 2,
-    "steps": 50,
-    "stepsize": 0.1,
-    "clip_norm": 1.0,
-    "smoothness": 1.0,
-    "weak_convexity": 0.0,
-    "clipping": "inactive",
-    "noise_multiplier": 2.0,
-}
-LONG = LINEAR | {"steps": 2000}  # about 16 ms per block of 64 trials per 1000 steps
-
-
-def body(params=LINEAR, **fields):
-    return {"algorithm": "dp-sgd-last-iterate", "params": params, "delta": 1e-5} | fields
-
-
-def wait(http, job_id, timeout=180, until=("succeeded", "failed", "cancelled")):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = http.get(f"/v1/jobs/{job_id}").json()
-        if job["status"] in until:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} still {job['status']}")
 
 
 def test_last_iterate_job_end_to_end(http):
@@ -218,28 +192,6 @@ def test_kill_and_restart_finishes_the_job_with_the_same_result():
         stop_server(reference)
         if first.poll() is None:
             first.kill()
-
-
-def children(pid):
-    """Direct child processes of ``pid`` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def validated(request):

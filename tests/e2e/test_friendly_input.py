@@ -6,7 +6,7 @@ import pytest
 from accountants import registry
 from accountants.errors import CalibrationError, ParameterError
 
-from .test_api_contract import assert_problem
+from ..support.http import assert_problem
 
 MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1}
 

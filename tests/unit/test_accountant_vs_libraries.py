@@ -13,7 +13,7 @@ from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedE
 from accountants.mechanisms.gaussian import gaussian_epsilon
 from accountants.rdp import RdpAccountant
 
-from .oracles import DPA_ORDERS, dpa_pld_epsilon, dpa_poisson_event, dpa_rdp_epsilon
+from ..support.oracles import DPA_ORDERS, dpa_pld_epsilon, dpa_poisson_event, dpa_rdp_epsilon
 
 Q = 256 / 60000
 POISSON = {

@@ -16,7 +16,8 @@ from accountants.errors import ParameterError
 from accountants.family import Cost, Operation
 from app.main import create_app
 from app.settings import Settings
-from tests.toy_family import registered
+
+from .toy_family import registered
 
 DELTA = 1e-6
 

@@ -13,9 +13,9 @@ import pytest
 
 from app.jobs.store import JobStore
 
-from .conftest import start_server, stop_server, tree_cpu_seconds, wait_until_idle
-from .test_api_contract import assert_problem
-from .test_jobs import alive, body, children, wait
+from ..support.http import assert_problem
+from ..support.jobs import alive, body, children, wait
+from ..support.server import start_server, stop_server, tree_cpu_seconds, wait_until_idle
 
 pytestmark = pytest.mark.slow
 

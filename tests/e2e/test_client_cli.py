@@ -9,7 +9,7 @@ import pytest
 
 from app.client import AsyncDpcalClient, DpcalClient, DpcalProblem
 
-from .conftest import ROOT
+from ..support.server import ROOT
 
 pytestmark = pytest.mark.slow  # live servers and thousands of simulated trials
 

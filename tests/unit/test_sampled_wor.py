@@ -13,7 +13,7 @@ from accountants.mechanisms.sampled_wor_gaussian import (
 )
 from accountants.rdp import RdpAccountant
 
-from .oracles import DPA_ORDERS, dpa_rdp_epsilon
+from ..support.oracles import DPA_ORDERS, dpa_rdp_epsilon
 
 
 def test_mnist_like_configuration_matches_dp_accounting_live():

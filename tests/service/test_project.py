@@ -7,7 +7,7 @@ import pytest
 
 from app.settings import Settings, SettingsError
 
-from .conftest import ROOT, start_server
+from ..support.server import ROOT, start_server
 
 
 def test_settings_defaults_and_environment():

@@ -7,7 +7,7 @@ from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMec
 
 from accountants.mechanisms.poisson_gaussian import poisson_subsampled_gaussian_rdp
 
-from .oracles import DPA_ORDERS, exact_poisson_rdp
+from ..support.oracles import DPA_ORDERS, exact_poisson_rdp
 
 # accounting-anchors §2.4, "mpmath exact" row: q = 0.01, z = 1, one step
 ANCHOR_ORDERS = [1.5, 2, 4, 8, 16, 32, 64]

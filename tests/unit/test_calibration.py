@@ -11,7 +11,7 @@ from accountants.errors import CalibrationError
 from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedEvent
 from accountants.rdp import RdpAccountant
 
-from .oracles import DPA_ORDERS
+from ..support.oracles import DPA_ORDERS
 
 Q = 256 / 60000
 STEPS = math.floor(60 / Q)  # 60 epochs, opacus convention (anchors §2.3)

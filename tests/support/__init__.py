@@ -1,0 +1,1 @@
+"""Helpers the tests share: a live server, HTTP assertions, job polling, and the independent oracles."""
