@@ -407,11 +407,17 @@ def _phase_means(
     return [(sphere_means(rng, trials, nbar, dx), sphere_means(rng, trials, nbar, dy)) for _ in range(phases)]
 
 
+def _bilinear(problem: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float, int]:
+    """(A, b₀, c₀, β, radius, n̄) of a bilinear instance (E4, E5)."""
+    a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
+    return a, b0, c0, problem["spread"], problem["radius"], problem["block"]
+
+
 def _c_c(
     problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
 ) -> np.ndarray:
-    a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
-    beta, radius, nbar, mu = problem["spread"], problem["radius"], problem["block"], problem["regularization"]
+    a, b0, c0, beta, radius, nbar = _bilinear(problem)
+    mu = problem["regularization"]
     dx, dy = a.shape
     alg4 = [p for p in phases if p["algorithm"] == "Algorithm 4"]
     alg5 = [p for p in phases if p["algorithm"] == "Algorithm 5"]
@@ -436,8 +442,8 @@ def _c_c(
 def _c_sc(
     problem: Mapping[str, Any], phases: list[Mapping[str, Any]], rng: np.random.Generator, trials: int
 ) -> np.ndarray:
-    a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
-    beta, radius, nbar, muy = problem["spread"], problem["radius"], problem["block"], problem["mu_y"]
+    a, b0, c0, beta, radius, nbar = _bilinear(problem)
+    muy = problem["mu_y"]
     dx, dy = a.shape
     zero_y = np.zeros((trials, dy))
     x_t = np.zeros((trials, dx))

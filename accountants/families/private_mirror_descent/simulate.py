@@ -331,6 +331,19 @@ class _Run:
         return float(self.params["stepsize"])
 
 
+def _mean_records(
+    run: _Run, records: _RecordSums, others: _RecordSums | None, record: np.ndarray, audited: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """A step's mean record on D and on D′: fresh records, or, at the audited step, the audited record (±) with the
+    batch's other records."""
+    if not audited:
+        mine = records.draw(run.rng, run.trials) / run.batch
+        return mine, mine
+    assert others is not None  # an audit run draws the other records
+    rest = others.draw(run.rng, run.trials)
+    return (rest + run.sign * record) / run.batch, (rest - run.sign * record) / run.batch
+
+
 def _audit_record(shape: tuple[int, ...], scale: float) -> np.ndarray:
     signs = [np.where(np.arange(s) % 2 == 0, 1.0, -1.0) for s in shape]
     return scale * (np.outer(signs[0], signs[1]) if len(shape) == 2 else signs[0])
@@ -361,13 +374,7 @@ def _run_algorithm1(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sum_y += ys
         if t == steps - 1:
             break  # the last batch's gradient never reaches a released sample
-        if audit and t == 0:
-            assert others is not None  # an audit run draws the other records
-            rest = others.draw(rng, trials)
-            mine, theirs = (rest + sign * record) / b, (rest - sign * record) / b
-        else:
-            mine = records.draw(rng, trials) / b
-            theirs = mine
+        mine, theirs = _mean_records(run, records, others, record, audit and t == 0)
         theta[0] -= eta * np.einsum("tij,tj->ti", mine, ys)
         theta[1] += eta * np.einsum("tij,ti->tj", mine, xs)
         if audit:
@@ -471,13 +478,7 @@ def _run_algorithm5(run: _Run) -> tuple[np.ndarray, np.ndarray]:
             llr += sign * np.sum(_sample_counts(rng, k, log_x) * (log_x - log_xo), axis=1)
         if t == steps:
             break  # g_T only moves θ_{T+1}, which x_T does not use
-        if audit and t == slot:
-            assert others is not None  # an audit run draws the other records
-            rest = others.draw(rng, trials)
-            mine, theirs = (rest + sign * record) / b, (rest - sign * record) / b
-        else:
-            mine = records.draw(rng, trials) / b
-            theirs = mine
+        mine, theirs = _mean_records(run, records, others, record, audit and t == slot)
         theta -= eta * t * mine
         if audit:
             other -= eta * t * theirs
