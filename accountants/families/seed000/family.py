@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
-from ...family import AlgorithmFamily, CalibrationQuery, PrivacyQuery
+from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...reports import CalibrationReport, Conventions, Noise, PrivacyReport, Recommendation, Release, UtilityReport
 from .accounting import account, calibrate
 from .answers import calibration_report, privacy_report
-from .params import NoisyViParams
+from .params import SOURCE, NoisyViParams
 from .releases import PaperStatement
 
 S = TypeVar("S", bound=NoisyViParams)
@@ -52,6 +52,10 @@ class NoisyViFamily(AlgorithmFamily[S]):
     accountants = ("rdp", "tight", "paper")
     accountant_notes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     noise_fields = ("noise_multiplier", "noise_std")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.card = Card.load(__file__, cls.id, SOURCE=SOURCE)  # seed000/card.toml holds both methods' cards
 
     @abstractmethod
     def wording(self, p: S, noise_multiplier: float | None = None) -> Wording:

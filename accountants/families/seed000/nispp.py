@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import ParameterError
-from ...family import Card
 from ...params import ParamsModel
 from ...registry import register
 from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
@@ -142,7 +141,6 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
 @register
 class Nispp(NoisyViFamily[NisppParams]):
     id = "nispp"
-    card = Card.load(__file__, "nispp", SOURCE=SOURCE)
     params_model = NisppParams
 
     def wording(self, p: NisppParams, noise_multiplier: float | None = None) -> Wording:

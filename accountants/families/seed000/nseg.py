@@ -32,7 +32,6 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import FieldIssue, ParameterError
-from ...family import Card
 from ...params import MAX_COUNT, ParamsModel, noise_multiplier_param, param
 from ...registry import register
 from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
@@ -219,7 +218,6 @@ def rate_bounds(p: NsegParams, epsilon: float, delta: float) -> list[UtilityBoun
 @register
 class Nseg(NoisyViFamily[NsegParams]):
     id = "nseg"
-    card = Card.load(__file__, "nseg", SOURCE=SOURCE)
     params_model = NsegParams
 
     def wording(self, p: NsegParams, noise_multiplier: float | None = None) -> Wording:
