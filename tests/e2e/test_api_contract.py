@@ -8,8 +8,8 @@ from accountants import registry
 
 from ..support.http import assert_problem
 from ..support.oracles import DPA_ORDERS, dpa_poisson_event, dpa_rdp_epsilon
+from ..support.params import MNIST
 
-MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
 PROBLEM = "application/problem+json"
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from ..support.http import assert_problem
 from ..support.jobs import wait
+from ..support.params import BILEVEL_CONSTANTS, BILEVEL_MINI_BATCH
 
 PARAMS = {
     "dataset_size": 100000,
@@ -14,16 +15,9 @@ PARAMS = {
     "steps": 100,
     "inner_steps": 1000,
     "inner_rounds": 2,
-    "regularization": 20.0,
-    "stepsize": 0.25,
-    "strong_convexity": 1.0,
-    "lipschitz_f": 5.0,
-    "smoothness_f": 1.0,
-    "lipschitz_g": 6.0,
-    "smoothness_g": 2.0,
-    "hessian_lipschitz_g": 0.0,
+    **BILEVEL_CONSTANTS,
 }
-MINI = PARAMS | {"variant": "mini-batch", "batch_size_inner": 1000, "batch_size_outer": 5000}
+MINI = PARAMS | BILEVEL_MINI_BATCH
 
 
 def post(http, path, **body):
@@ -137,14 +131,7 @@ def test_verification_job_succeeds(http):
         "dimension_y": 2,
         "steps": 10,
         "inner_steps": 100,
-        "regularization": 20.0,
-        "stepsize": 0.25,
-        "strong_convexity": 1.0,
-        "lipschitz_f": 5.0,
-        "smoothness_f": 1.0,
-        "lipschitz_g": 6.0,
-        "smoothness_g": 2.0,
-        "hessian_lipschitz_g": 0.0,
+        **BILEVEL_CONSTANTS,
     }
     response = http.post(
         "/v1/jobs",

@@ -3,17 +3,9 @@
 import pytest
 
 from ..support.http import assert_problem
+from ..support.params import LAST_ITERATE_FIG1
 
-PARAMS = {
-    "dataset_size": 10000,
-    "batch_size": 10,
-    "steps": 100000,
-    "stepsize": 1e-5,
-    "clip_norm": 10.0,
-    "smoothness": 1.0,
-    "weak_convexity": 100.0,
-    "clipping": "inactive",
-}
+PARAMS = LAST_ITERATE_FIG1 | {"steps": 100000, "weak_convexity": 100.0, "clipping": "inactive"}
 
 
 def test_listed_with_documented_parameters(http):

@@ -4,8 +4,9 @@ import pytest
 
 from ..support.http import assert_problem
 from ..support.jobs import wait
+from ..support.params import SEED000_BILINEAR
 
-BILINEAR = {"lipschitz": 2.414, "smoothness": 1.0, "diameter": 2.828, "dimension": 10}
+BILINEAR = SEED000_BILINEAR
 SINGLE = BILINEAR | {"dataset_size": 10000, "batch_size": 10}
 
 

@@ -6,25 +6,10 @@ import pytest
 
 from ..support.http import assert_problem
 from ..support.jobs import wait
+from ..support.params import POP_E1, POP_SIMULATED, POP_TEST_VECTORS
 
 ALG = "phased-output-perturbation"
-CONVEX = {"problem_class": "convex", "dataset_size": 4096, "dimension": 10, "lipschitz": 1.0, "diameter": 1.0}
-C_SC = {
-    "problem_class": "c-sc",
-    "dataset_size": 4096,
-    "dimension": 5,
-    "lipschitz": 1.0,
-    "diameter": 1.0,
-    "strong_convexity_y": 0.5,
-}
-STRONG = {
-    "problem_class": "strongly-convex",
-    "dataset_size": 500,
-    "dimension": 6,
-    "lipschitz": 1.0,
-    "strong_convexity": 0.5,
-    "smoothness": 0.5,
-}
+CONVEX, C_SC, STRONG = POP_TEST_VECTORS["convex"], POP_TEST_VECTORS["c-sc"], POP_E1
 
 
 def post(http, path, **body):
@@ -150,15 +135,7 @@ def test_verification_job_succeeds(http):
 
 
 def test_verification_job_for_the_c_sc_variant(http):
-    params = {
-        "problem_class": "c-sc",
-        "dataset_size": 512,
-        "dimension": 3,
-        "lipschitz": 2.6,
-        "diameter": 1.0,
-        "strong_convexity_y": 0.5,
-        "noise_multiplier": 4.0,
-    }
+    params = POP_SIMULATED["c-sc"] | {"noise_multiplier": 4.0}
     response = http.post("/v1/jobs", json={"algorithm": ALG, "params": params, "delta": 1e-6, "trials": 128, "seed": 1})
     assert response.status_code == 202, response.text
     done = wait(http, response.json()["id"])

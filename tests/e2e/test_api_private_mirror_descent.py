@@ -6,19 +6,10 @@ import pytest
 
 from ..support.http import assert_problem
 from ..support.jobs import wait
+from ..support.params import MIRROR_DELTA, MIRROR_GAME
 
 ALGORITHM = "private-mirror-descent"
-PARAMS = {
-    "variant": "second-order",
-    "dataset_size": 32000,
-    "dimension_x": 32,
-    "dimension_y": 32,
-    "lipschitz": 1.0,
-    "smoothness": 1.0,
-    "second_order_smoothness": 0.0,
-    "batch_size": 12,
-}
-DELTA = 1 / 32000**2
+PARAMS, DELTA = MIRROR_GAME, MIRROR_DELTA
 
 
 def by_name(items, name):

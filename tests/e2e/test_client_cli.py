@@ -9,11 +9,11 @@ import pytest
 
 from app.client import AsyncDpcalClient, DpcalClient, DpcalProblem
 
+from ..support.params import LAST_ITERATE_SMALL as LAST
+from ..support.params import MNIST
 from ..support.server import ROOT
 
 pytestmark = pytest.mark.slow  # live servers and thousands of simulated trials
-
-MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60}
 
 
 def test_sync_client(live_server):
@@ -131,19 +131,6 @@ def test_cli_openapi_matches_file(tmp_path):
     assert target.read_text() == (ROOT / "openapi" / "openapi.json").read_text()
 
 
-LAST = {
-    "dataset_size": 20,
-    "batch_size": 2,
-    "steps": 50,
-    "stepsize": 0.1,
-    "clip_norm": 1.0,
-    "smoothness": 1.0,
-    "weak_convexity": 0.0,
-    "clipping": "inactive",
-    "noise_multiplier": 2.0,
-}
-
-
 def test_client_jobs(live_server):
     with DpcalClient(live_server) as client:
         job = client.submit_job("dp-sgd-last-iterate", LAST, 1e-5, trials=1000, seed=4, idempotency_key="client-1")
@@ -163,36 +150,12 @@ def test_client_jobs(live_server):
 @pytest.mark.parametrize("remote", [True, False], ids=["--url", "in-process"])
 def test_cli_verify(live_server, remote):
     url = ["--url", live_server] if remote else []
-    result = dpcal(
-        "verify",
-        "dp-sgd-last-iterate",
-        "--params",
-        json.dumps(LAST),
-        "--delta",
-        "1e-5",
-        "--trials",
-        "2000",
-        "--seed",
-        "7",
-        *url,
-    )
+    verify = ("verify", "dp-sgd-last-iterate", "--params", json.dumps(LAST), "--delta", "1e-5", "--trials", "2000")
+    result = dpcal(*verify, "--seed", "7", *url)
     assert result.returncode == 0, result.stderr
     assert "succeeded" in result.stdout and "consistent" in result.stdout and "within the bound" in result.stdout
     assert "2000/2000 trials" in result.stderr  # the progress bar
-    as_json = dpcal(
-        "verify",
-        "dp-sgd-last-iterate",
-        "--params",
-        json.dumps(LAST),
-        "--delta",
-        "1e-5",
-        "--trials",
-        "2000",
-        "--seed",
-        "7",
-        "--json",
-        *url,
-    )
+    as_json = dpcal(*verify, "--seed", "7", "--json", *url)
     body = json.loads(as_json.stdout)
     assert body["status"] == "succeeded" and body["result"]["seed"] == 7
 

@@ -7,8 +7,9 @@ from accountants import registry
 from accountants.errors import CalibrationError, ParameterError
 
 from ..support.http import assert_problem
+from ..support.params import MNIST as MNIST_EPOCHS
 
-MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1}
+MNIST = MNIST_EPOCHS | {"noise_multiplier": 1.1}
 
 
 def test_misspelt_parameter_gets_did_you_mean(http):

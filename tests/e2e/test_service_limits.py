@@ -15,6 +15,7 @@ from app.jobs.store import JobStore
 
 from ..support.http import assert_problem
 from ..support.jobs import alive, body, children, wait
+from ..support.params import MNIST
 from ..support.server import start_server, stop_server, tree_cpu_seconds, wait_until_idle
 
 pytestmark = pytest.mark.slow
@@ -22,14 +23,14 @@ pytestmark = pytest.mark.slow
 # a tight calibration that computes for several seconds (δ next to 1 makes the PLD search long)
 SLOW = {
     "algorithm": "dp-sgd",
-    "params": {"dataset_size": 60000, "batch_size": 256, "epochs": 60},
+    "params": MNIST,
     "target_epsilon": 3.0,
     "delta": 0.9999999999999999,
     "accountant": "tight",
 }
 CHEAP = {
     "algorithm": "dp-sgd",
-    "params": {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1},
+    "params": MNIST | {"noise_multiplier": 1.1},
     "delta": 1e-5,
     "accountant": "rdp",
 }

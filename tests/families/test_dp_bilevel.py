@@ -31,27 +31,14 @@ from accountants.families.dp_bilevel.utility import error_budget
 from accountants.planning import plan_job
 from accountants.verification import block_rng, block_sizes, run_block, summarize
 
+from ..support.params import BILEVEL_CONSTANTS, BILEVEL_MINI_BATCH, BILEVEL_SPEC
+
 FAMILY = registry.get("dp-bilevel")
 
 # spec §3.8 reference configuration: n = 1e5, T = 30, K = 2000, (L0f, L1f, L0g, L1g, L2g) = (5, 1, 6, 2, 0), μ_g = 1,
 # λ = 20, G = 50
-SPEC = {
-    "dataset_size": 100000,
-    "dimension_x": 10,
-    "dimension_y": 10,
-    "steps": 30,
-    "inner_steps": 2000,
-    "regularization": 20.0,
-    "stepsize": 0.25,
-    "strong_convexity": 1.0,
-    "lipschitz_f": 5.0,
-    "smoothness_f": 1.0,
-    "lipschitz_g": 6.0,
-    "smoothness_g": 2.0,
-    "hessian_lipschitz_g": 0.0,
-    "outer_clip_norm": 50.0,
-}
-MINI = SPEC | {"variant": "mini-batch", "batch_size_inner": 1000, "batch_size_outer": 5000}
+SPEC = BILEVEL_SPEC
+MINI = SPEC | BILEVEL_MINI_BATCH
 
 
 # -- the spec's reference code (§3.8), re-typed in plain floating point ------------------------------------------------
@@ -449,14 +436,7 @@ SIM = {
     "dimension_y": 3,
     "steps": 20,
     "inner_steps": 300,
-    "regularization": 20.0,
-    "stepsize": 0.25,
-    "strong_convexity": 1.0,
-    "lipschitz_f": 5.0,
-    "smoothness_f": 1.0,
-    "lipschitz_g": 6.0,
-    "smoothness_g": 2.0,
-    "hessian_lipschitz_g": 0.0,
+    **BILEVEL_CONSTANTS,
     "noise_multiplier": 5.0,
 }
 

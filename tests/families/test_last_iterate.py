@@ -21,8 +21,10 @@ from accountants.families.dp_sgd_last_iterate import (
     theta,
 )
 
+from ..support.params import LAST_ITERATE_FIG1
+
 FAMILY = registry.get("dp-sgd-last-iterate")
-FIG1 = {"dataset_size": 10**4, "batch_size": 10, "stepsize": 1e-5, "clip_norm": 10.0, "smoothness": 1.0}
+FIG1 = LAST_ITERATE_FIG1
 # (λC/(bσ))² = 1 at σ = 1e-5: noise multiplier z = bσ/(λC) = 1
 
 

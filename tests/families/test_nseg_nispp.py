@@ -18,8 +18,10 @@ from accountants.planning import plan_job
 from accountants.rdp import RdpAccountant
 from accountants.verification import block_sizes, run_block, summarize
 
+from ..support.params import SEED000_BILINEAR
+
 NSEG, NISPP = Nseg(), Nispp()
-BILINEAR = {"lipschitz": 2.414, "smoothness": 1.0, "diameter": 2.828, "dimension": 10}
+BILINEAR = SEED000_BILINEAR
 DELTA = 1e-5
 
 

@@ -20,39 +20,15 @@ from accountants.families.phased_output_perturbation import (
 from accountants.planning import plan_job
 from accountants.verification import block_sizes, run_block, summarize
 
+from ..support.params import POP_SIMULATED, POP_TEST_VECTORS
+
 FAMILY = registry.get("phased-output-perturbation")
 SIMULATOR = FAMILY.simulator
 DELTA = 1e-5
 
 # spec §7.1 (ε = 1, δ = 1e-5)
-TV1 = {
-    "problem_class": "strongly-convex",
-    "dataset_size": 10000,
-    "dimension": 10,
-    "lipschitz": 1.0,
-    "strong_convexity": 0.1,
-    "smoothness": 1.0,
-}
-TV2 = {"problem_class": "convex", "dataset_size": 4096, "dimension": 10, "lipschitz": 1.0, "diameter": 1.0}
-TV3 = {
-    "problem_class": "sc-sc",
-    "dataset_size": 10000,
-    "dimension": 5,
-    "lipschitz": 1.0,
-    "strong_convexity_x": 0.1,
-    "strong_convexity_y": 0.2,
-    "smoothness": 1.0,
-}
-TV4 = {"problem_class": "c-c", "dataset_size": 4096, "dimension": 5, "lipschitz": 1.0, "diameter": 1.0}
-TV5 = {
-    "problem_class": "c-sc",
-    "dataset_size": 4096,
-    "dimension": 5,
-    "lipschitz": 1.0,
-    "diameter": 1.0,
-    "strong_convexity_y": 0.5,
-}
-CLASSES = {"strongly-convex": TV1, "convex": TV2, "sc-sc": TV3, "c-c": TV4, "c-sc": TV5}
+CLASSES = POP_TEST_VECTORS
+TV1, TV2, TV3, TV4, TV5 = CLASSES.values()
 RTOL = 1e-9
 
 
@@ -450,36 +426,7 @@ def test_utility_values_scale_with_the_noise():
 
 # -- simulators (spec §5.2 E1–E5) ------------------------------------------------------------------------------------
 
-SIM = {
-    "strongly-convex": {
-        "problem_class": "strongly-convex",
-        "dataset_size": 500,
-        "dimension": 6,
-        "lipschitz": 1.0,
-        "strong_convexity": 0.5,
-        "smoothness": 0.5,
-    },
-    "convex": {"problem_class": "convex", "dataset_size": 512, "dimension": 4, "lipschitz": 1.6, "diameter": 1.0},
-    "sc-sc": {
-        "problem_class": "sc-sc",
-        "dataset_size": 500,
-        "dimension_x": 4,
-        "dimension_y": 3,
-        "lipschitz": 8.0,
-        "strong_convexity_x": 0.5,
-        "strong_convexity_y": 1.0,
-        "smoothness": 1.5,
-    },
-    "c-c": {"problem_class": "c-c", "dataset_size": 512, "dimension": 3, "lipschitz": 2.5, "diameter": 1.0},
-    "c-sc": {
-        "problem_class": "c-sc",
-        "dataset_size": 512,
-        "dimension": 3,
-        "lipschitz": 2.6,
-        "diameter": 1.0,
-        "strong_convexity_y": 0.5,
-    },
-}
+SIM = POP_SIMULATED
 SIM_DELTA = 1e-6
 
 

@@ -40,19 +40,11 @@ from accountants.planning import plan_job
 from accountants.reports import NOT_ASKED_REASON, AccountantResult, choose_accountant
 from accountants.verification import block_sizes, run_block, summarize
 
+from ..support.params import MIRROR_DELTA, MIRROR_GAME
+
 FAMILY = registry.get("private-mirror-descent")
 # spec §5, last row: d₁ = d₂ = 32, n = 32000, ε = 2, δ = 1/n², B = 12, T = 2666, η = 0.0125, L₀ = L₁ = 1, L₂ = 0
-GAME = {
-    "variant": "second-order",
-    "dataset_size": 32000,
-    "dimension_x": 32,
-    "dimension_y": 32,
-    "lipschitz": 1.0,
-    "smoothness": 1.0,
-    "second_order_smoothness": 0.0,
-    "batch_size": 12,
-}
-DELTA = 1 / 32000**2
+GAME, DELTA = MIRROR_GAME, MIRROR_DELTA
 
 
 def accountant(report, name):

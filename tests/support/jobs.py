@@ -6,17 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-LINEAR = {
-    "dataset_size": 20,
-    "batch_size": 2,
-    "steps": 50,
-    "stepsize": 0.1,
-    "clip_norm": 1.0,
-    "smoothness": 1.0,
-    "weak_convexity": 0.0,
-    "clipping": "inactive",
-    "noise_multiplier": 2.0,
-}
+from .params import LAST_ITERATE_SMALL as LINEAR
+
 LONG = LINEAR | {"steps": 2000}  # about 16 ms per block of 64 trials per 1000 steps
 
 

@@ -12,6 +12,7 @@ from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedE
 from accountants.rdp import RdpAccountant
 
 from ..support.oracles import DPA_ORDERS
+from ..support.params import MNIST
 
 Q = 256 / 60000
 STEPS = math.floor(60 / Q)  # 60 epochs, opacus convention (anchors §2.3)
@@ -31,7 +32,7 @@ def test_mnist_60_epochs_is_smallest_noise_meeting_target(target):
 @pytest.mark.parametrize("target", [1.0, 3.0, 8.0])
 def test_family_calibration_round_trips_through_privacy(target):
     family = registry.get("dp-sgd")
-    params = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "epoch_rounding": "floor"}
+    params = MNIST | {"epoch_rounding": "floor"}
     report = family.calibrate(params, target, 1e-5)
     assert report.conventions.steps == STEPS
     assert report.epsilon <= target
