@@ -1,6 +1,7 @@
 """Immutable descriptions of what a private algorithm releases (in the style of dp_accounting's ``DpEvent``).
 
-Events only *describe* mechanisms; accountants (:mod:`accountants.rdp`, :mod:`accountants.tight`) interpret them.
+Events only *describe* mechanisms; accountants (:mod:`accountants.rdp`, :mod:`accountants.pld`,
+:mod:`accountants.gdp`) interpret them.
 Unlike dp_accounting, every event validates its fields on construction, so a malformed event cannot exist.
 """
 
@@ -29,11 +30,22 @@ class GaussianEvent(DpEvent):
 
 
 @dataclass(frozen=True)
+class LaplaceEvent(DpEvent):
+    """One Laplace release; ``noise_multiplier`` b = noise scale / L1 sensitivity under the neighbouring relation in
+    force (the release is (1/b)-DP)."""
+
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check.noise_multiplier("noise_multiplier", self.noise_multiplier))
+
+
+@dataclass(frozen=True)
 class PoissonSampledEvent(DpEvent):
     """Each record is included independently with probability ``sampling_rate``; ``event`` runs on the sample.
 
-    The inner Gaussian's multiplier is relative to the **add/remove-one** sensitivity of the summed contributions
-    (the clip norm C for DP-SGD), whichever neighbouring relation the accountant uses.
+    The inner Gaussian's (or Laplace's) multiplier is relative to the **add/remove-one** sensitivity of the summed
+    contributions (the clip norm C for DP-SGD), whichever neighbouring relation the accountant uses.
     """
 
     sampling_rate: float

@@ -1,7 +1,8 @@
 """Privacy and calibration of a mechanism plan by the generic accountants, written once.
 
 :func:`account_plan` answers ε at δ for a :class:`~accountants.plans.MechanismPlan`: ``rdp`` (the RDP accountant on
-its event tree, improved conversion) and ``tight`` (exact Gaussian DP where the tree is made of Gaussian releases).
+its event tree, improved conversion) and ``tight`` (:mod:`accountants.tight`: exact Gaussian DP where the tree is made
+of Gaussian releases, the certified PLD accountant where it can read the tree).
 :func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob. Families
 (:class:`~accountants.planned.PlannedFamily`) and compositions over HTTP build their answers from these.
 """
@@ -10,22 +11,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import gdp
-from .calibration import calibrate, calibrate_rdp
+from .calibration import calibrate_rdp
 from .conversions import Conversion
 from .errors import CalibrationError
-from .mechanisms.gaussian import gdp_epsilon
 from .plans import Knob, MechanismPlan
-from .rdp import RdpAccountant, UnsupportedEventError
-from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
+from .rdp import RdpAccountant
+from .reports import AccountantResult, RdpCurve, not_asked
+from .tight import tight_calibration, tight_epsilon
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
-TIGHT_METHOD = "Gaussian DP of the plan's Gaussian releases, μ = (Σ z⁻²)^½, exact conversion (Balle & Wang 2018)"
-NOT_GAUSSIAN = "the plan is not a composition of Gaussian releases; no tight accountant reads it: rdp applies"
+NOT_GAUSSIAN = "no tight accountant reads this plan: rdp applies"
 
 PlanAt = Callable[[float], MechanismPlan]
 """Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.as_noise`)."""
@@ -60,11 +59,10 @@ def account_plan(
 def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str) -> AccountantResult:
     if accountant == "rdp":
         return not_asked()
-    try:
-        mu = gdp.gdp_mu(plan.event)
-    except UnsupportedEventError:
-        return AccountantResult.not_applicable("tight", tight_reason)
-    return AccountantResult("tight", True, gdp_epsilon(mu, accounted), "exact", TIGHT_METHOD, kind=Guarantee.EXACT)
+    result = tight_epsilon(plan.event, plan.neighbouring, accounted)
+    if not result.applicable and tight_reason != NOT_GAUSSIAN:
+        return AccountantResult.not_applicable("tight", f"{tight_reason} ({result.reason})")
+    return result
 
 
 def calibrate_plan(
@@ -90,17 +88,13 @@ def calibrate_plan(
     rdp = rdp_result(found.conversion, knob.from_noise(found.noise))
     if accountant == "rdp":
         return rdp, not_asked()
-    if not gdp.is_gaussian(reference.event):
-        return rdp, AccountantResult.not_applicable("tight", tight_reason)
     try:
-        exact = calibrate(lambda noise: gdp.epsilon(plan_at(noise).event, accounted), target, parameter=knob.field)
+        noise, tight = tight_calibration(
+            lambda noise: plan_at(noise).event, reference.neighbouring, accounted, target, found.noise, knob.field
+        )
     except CalibrationError as error:
         return rdp, AccountantResult.not_applicable("tight", str(error))
-    value = knob.from_noise(exact.noise)
-    tight = AccountantResult(
-        "tight", True, exact.epsilon, "exact", TIGHT_METHOD, calibrated_value=value, kind=Guarantee.EXACT
-    )
-    return rdp, tight
+    return rdp, replace(tight, calibrated_value=knob.from_noise(noise))
 
 
 def rdp_result(conversion: Conversion, calibrated: float | None = None) -> AccountantResult:

@@ -4,11 +4,11 @@ A :class:`PlannedFamily` declares its privacy :class:`~accountants.plans.Knob` a
 releases about one record as a :class:`~accountants.events.DpEvent` tree. The spine answers the rest:
 
 * ``rdp``: :class:`~accountants.rdp.RdpAccountant` on the plan (improved conversion, order refined);
-* ``tight``: exact where the plan is a tree of Gaussian releases (:mod:`accountants.gdp`); otherwise the family's
-  :meth:`PlannedFamily.tight_reason`;
+* ``tight``: :mod:`accountants.tight`, exact where the plan is a tree of Gaussian releases, the certified PLD
+  accountant where it reads the tree; otherwise not applicable with the family's :meth:`PlannedFamily.tight_reason`;
 * ``best``: the smallest applicable answer (:func:`~accountants.reports.choose_accountant`);
 * calibration: :func:`~accountants.calibration.calibrate_rdp` over the knob for ``rdp``, the generic one-sided root
-  finder :func:`~accountants.calibration.calibrate` for ``tight``.
+  finder (GDP) or :func:`~accountants.pld.calibration.calibrate_pld` for ``tight``.
 
 What only the family knows stays with it: :meth:`plan`, :meth:`conventions` (its wording), :meth:`noise` (units),
 :meth:`utility`. A new algorithm is one such class decorated with :func:`~accountants.registry.register`.
@@ -21,12 +21,16 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from . import gdp
 from .errors import ParameterError
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
 from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import Accounted, CalibrationReport, Conventions, Noise, PrivacyReport, UtilityReport, choose_accountant
+
+COST_DELTA = 1e-5
+"""δ at which the plan's shape is read to price a request (the shape does not depend on δ)."""
 
 
 class PlannedFamily(AlgorithmFamily[P]):
@@ -65,9 +69,14 @@ class PlannedFamily(AlgorithmFamily[P]):
     # -- what the spine answers --------------------------------------------------------------------------------
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """Cheap: Rényi curves and Gaussian-DP closed forms."""
-        self.parse(params)
-        return Cost.CHEAP
+        """Cheap for Rényi curves and Gaussian-DP closed forms; heavy where ``tight`` (asked for, or needed by
+        ``best``) reads a plan that is not all Gaussian with the PLD accountant."""
+        p = self.parse(params)
+        if operation is Operation.UTILITY or accountant not in ("best", "tight"):
+            return Cost.CHEAP
+        if getattr(p, self.knob.field, None) is None:
+            p = p.model_copy(update={self.knob.field: self.knob.from_noise(1.0)})
+        return Cost.CHEAP if gdp.is_gaussian(self.plan(p, COST_DELTA).event) else Cost.HEAVY
 
     def _privacy(self, query: PrivacyQuery[P]) -> PrivacyReport:
         p, d = query.params, query.delta

@@ -108,18 +108,25 @@ def test_dp_sgd_tight_calibration_is_one_sided_and_smallest():
     assert "not computed" in next(a.reason for a in only_rdp.accountants if a.name == "tight")
 
 
-def test_dp_sgd_tight_says_why_where_it_does_not_apply():
+def test_dp_sgd_tight_covers_replace_one_and_fixed_size_and_says_why_where_it_steps_aside():
+    """Poisson under replace-one against dp_accounting's replace-one PLD (z is std/(2C) there: its std is 2z at
+    sensitivity 1); fixed-size batches between a lower bound (the Poisson remove pair at γ = b/n is one direction of
+    the symmetrised pair) and the RDP bound; a composition too wide for the PLD's window steps aside with the reason."""
     from accountants import registry
 
     family = registry.get("dp-sgd")
     base = {"dataset_size": 1000, "batch_size": 10, "steps": 100, "noise_multiplier": 1.0}
-    for extra, words in (
-        ({"neighbouring": "replace-one"}, "add/remove"),
-        ({"neighbouring": "replace-one", "sampling": "fixed-size"}, "without replacement"),
-    ):
-        tight = next(a for a in family.privacy(base | extra, 1e-5).accountants if a.name == "tight")
-        assert not tight.applicable and words in tight.reason
-    # δ below what the discretised distribution can certify: tight steps aside with the reason, rdp answers
-    report = family.privacy(base | {"steps": 10**9}, 1e-300)
-    tight = next(a for a in report.accountants if a.name == "tight")
-    assert report.accountant == "rdp" and not tight.applicable and "PLD" in tight.reason
+    by_name = {a.name: a for a in family.privacy(base | {"neighbouring": "replace-one"}, 1e-5).accountants}
+    event = dpa_poisson_event(0.01, 2.0, 100)
+    replace_one = dpa_pld_epsilon(event, 1e-5, vdi=1e-5, neighbouring=dpa.NeighboringRelation.REPLACE_ONE)
+    assert by_name["tight"].epsilon == pytest.approx(replace_one, rel=1e-3)
+    assert by_name["tight"].epsilon < by_name["rdp"].epsilon
+    fixed = {
+        a.name: a
+        for a in family.privacy(base | {"neighbouring": "replace-one", "sampling": "fixed-size"}, 1e-5).accountants
+    }
+    assert dpa_pld_epsilon(dpa_poisson_event(0.01, 1.0, 100), 1e-5) <= fixed["tight"].epsilon < fixed["rdp"].epsilon
+    for delta, words in ((1e-5, "too wide for the PLD"), (1e-300, "error allowance")):
+        report = family.privacy(base | {"steps": 10**9}, delta)
+        tight = next(a for a in report.accountants if a.name == "tight")
+        assert report.accountant == "rdp" and not tight.applicable and words in tight.reason

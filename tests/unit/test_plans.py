@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dp_accounting as dpa
 import numpy as np
 import pytest
 
@@ -63,18 +64,30 @@ def test_last_iterate_accounting_is_a_theorem_not_a_plan():
 
 
 def test_account_plan_reads_any_event_tree_and_spends_the_reserved_delta():
-    """The spine's answer for a plan (what /v1/compose will serve): rdp on any tree, tight only for Gaussian trees."""
+    """The spine's answer for a plan (what /v1/compose will serve): rdp on any tree; tight exact for Gaussian trees,
+    the PLD accountant for the trees it reads (within 1e-3 of dp_accounting's PLD), not applicable otherwise."""
     from accountants.errors import ParameterError
-    from accountants.events import ComposedEvent, GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+    from accountants.events import ComposedEvent, GaussianEvent, PoissonSampledEvent, SelfComposedEvent, ZCdpEvent
     from accountants.mechanisms.gaussian import gaussian_epsilon
     from accountants.plan_accounting import account_plan
     from accountants.plans import MechanismPlan
+    from tests.support.oracles import dpa_pld_epsilon
 
     mixed = ComposedEvent((GaussianEvent(2.0), SelfComposedEvent(PoissonSampledEvent(0.01, GaussianEvent(1.0)), 100)))
     answer = account_plan(MechanismPlan(mixed, "add-remove", reserved_delta=DELTA / 2), DELTA)
     rdp, tight = answer.results
     assert rdp.epsilon == RdpAccountant("add-remove").epsilon(mixed, DELTA / 2).value
-    assert not tight.applicable and "not a composition of Gaussian releases" in tight.reason
+    assert tight.applicable and tight.epsilon < rdp.epsilon and "privacy-loss distribution" in tight.method
+    dpa_mixed = dpa.ComposedDpEvent(
+        [
+            dpa.GaussianDpEvent(2.0),
+            dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)), 100),
+        ]
+    )
+    assert tight.epsilon == pytest.approx(dpa_pld_epsilon(dpa_mixed, DELTA / 2, vdi=1e-5), rel=1e-3)
+    unread = ComposedEvent((GaussianEvent(2.0), ZCdpEvent(0.1)))
+    _, none = account_plan(MechanismPlan(unread, "add-remove"), DELTA).results
+    assert not none.applicable and "ZCdpEvent" in none.reason
     gaussians = ComposedEvent((GaussianEvent(2.0), SelfComposedEvent(GaussianEvent(4.0), 12)))  # μ² = 1/4 + 12/16 = 1
     _, exact = account_plan(MechanismPlan(gaussians, "replace-one"), DELTA).results
     assert exact.epsilon == pytest.approx(gaussian_epsilon(1.0, DELTA), rel=1e-12)

@@ -25,7 +25,6 @@ from .privacy import (
     _rdp_method,
     _rdp_result,
     _tight_calibration,
-    _tight_not_applicable,
     _tight_result,
 )
 from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _require_finite
@@ -46,10 +45,10 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         return MechanismPlan(_event(p, _noise_multiplier(p), steps), p.neighbouring, description=_rdp_method(p))
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """Heavy exactly where a privacy-loss distribution is built: Poisson batches under add/remove-one below full
-        batch, when the tight accountant is asked for (``tight``, or ``best``, which needs its value)."""
+        """Heavy exactly where a privacy-loss distribution is built: batches below the full dataset, when the tight
+        accountant is asked for (``tight``, or ``best``, which needs its value)."""
         p = self.parse(params)
-        builds_pld = p.batch_size < p.dataset_size and _tight_not_applicable(p) is None
+        builds_pld = p.batch_size < p.dataset_size
         asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
         return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
 

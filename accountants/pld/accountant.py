@@ -1,0 +1,445 @@
+"""The privacy-loss-distribution accountant: interprets an event tree as dominating pairs, composes, answers.
+
+``PldAccountant(neighbouring).epsilon(event, delta)`` returns a certified upper bound on the smallest ε at δ of the
+adaptive composition described by ``event``; ``.delta(event, epsilon)`` the converse. Supported events and the pair
+each leaf becomes (:mod:`accountants.pld.pairs`):
+
+=====================================================  ==============================================================
+event                                                  pair(s)
+=====================================================  ==============================================================
+``GaussianEvent(z)``                                   N(1/z, 1) vs N(0, 1); a tree of Gaussians is merged into one
+``LaplaceEvent(b)``                                    Lap(1, b) vs Lap(0, b)
+``PureDpEvent(ε)``, ``BoundedRangeEvent(η, ε)``        randomized response with ε (sound for any ε-DP release; not
+                                                       tight for bounded range, whose own accountant is)
+``PoissonSampledEvent(q, Gaussian… | Laplace)``        add/remove: the remove pair and, separately, the add pair;
+                                                       replace-one (Gaussian only): the replace pair
+``SampledWithoutReplacementEvent(n, m, Gaussian…)``    replace-one only: the symmetrized remove pair at γ = m/n
+``SelfComposedEvent``, ``ComposedEvent``               counts and heterogeneous composition
+=====================================================  ==============================================================
+
+Under add/remove, every release of a composition sees the same ordered pair of datasets, so the composition is
+accounted once with every leaf's remove pair and once with every add pair, and δ is the larger (ZDW22).
+
+Each direction is computed in passes on finer and finer grids (:func:`plan_passes`): a probe on ~2,000 knots per leaf
+locates the answer and the tilt; each next pass uses a grid up to 16× finer and a window around the previous answer,
+until the grid the answer needs. That grid follows the answer: the connect-the-dots error of T compositions grows
+like T·Δ² (and like Δ for few), so Δ = min(10⁻⁴, √(τε/(2T)), 8τε) with the relative accuracy τ (default 5·10⁻⁵),
+never more than ``max_points`` knots across the window (Δ is enlarged instead, and reported).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import validation as check
+from ..errors import ParameterError
+from ..events import (
+    BoundedRangeEvent,
+    ComposedEvent,
+    DpEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PoissonSampledEvent,
+    PureDpEvent,
+    SampledWithoutReplacementEvent,
+    SelfComposedEvent,
+    gaussian_mu,
+    non_gaussian_leaf,
+)
+from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
+from .composition import TiltedComposition, Window, fft_rtol
+from .discrete import LeafPld, connect_the_dots
+from .pairs import (
+    BasePair,
+    DominatingPair,
+    GaussianPair,
+    LaplacePair,
+    PoissonAddPair,
+    PoissonRemovePair,
+    RandomizedResponsePair,
+    ReplaceOnePoissonPair,
+    SymmetrizedPair,
+)
+from .window import LogMgf, WindowTooWide, plan_window
+
+Leaves = list[tuple[int, DominatingPair]]
+
+PROBE_KNOTS = 2048
+"""Knots across the widest leaf in the first pass."""
+PROBE_POINTS = 1 << 16
+"""Most knots across the first pass's window (its grid is enlarged to fit)."""
+MAX_REFINEMENT = 64
+"""Each pass's grid is at most this much finer than the previous one's."""
+MIN_LEAF_KNOTS = 32
+"""A grid that leaves fewer knots than this across the widest release is refused (its discretisation error would
+dominate the answer)."""
+GRID_LADDER = 8
+"""Grids are powers of 2^(1/8)."""
+DELTA_QUERY_SCALE = 0.1
+"""A δ(ε) query chooses its grid as if ε were at least this (δ(0), the total variation, needs no finer grid)."""
+MAX_PASSES = 6
+"""A query stops after this many grids (each at most :data:`MAX_REFINEMENT` finer)."""
+MIN_GRID = 1e-9
+"""The grid a small ε asks for is never finer than this (absolute accuracy ~1e-8 below ε ≈ 1e-4)."""
+START_KNOTS = 512
+"""From a start, K(θ) is tabulated on leaves of this many knots (it only plans the window)."""
+START_LOW = 0.8
+"""From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
+FFT_SHARE = 1e-4
+"""The tilt is chosen so that the FFT's rounding is predicted to take at most this share of δ."""
+
+
+@dataclass(frozen=True)
+class PldAccuracy:
+    """How finely the PLD accountant works."""
+
+    relative: float = 1e-4
+    """τ: the targeted relative error of ε (the grid is chosen for it; the answer is an upper bound regardless)."""
+    max_grid: float = 1e-4
+    """The grid is never coarser than this (dp_accounting's default), unless ``max_points`` forces it."""
+    max_points: int = 1 << 21
+    """Most knots across a window (memory: 16 bytes each, a few arrays)."""
+
+
+@dataclass(frozen=True)
+class PldAnswer:
+    """A certified ε (or δ) and how it was computed: the finest grid used, the window's knots, the tilt, and the
+    part of δ that is error allowance (rounding, wrap-around, atoms at +∞) rather than the discretised law."""
+
+    value: float
+    grid: float
+    points: int
+    tilt: float
+    error_allowance: float
+    directions: int = 1
+    passes: int = 1
+    by_direction: tuple[tuple[float, float], ...] = ()
+    """Each direction's (value, grid): where a nearby query (calibration) may start."""
+
+
+@dataclass
+class _Direction:
+    """One direction's leaves and its work so far."""
+
+    leaves: Leaves
+    steps: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.steps = sum(count for count, _ in self.leaves)
+
+
+class PldAccountant:
+    """Tight (ε, δ) accounting by privacy-loss distributions for one neighbouring relation (module docstring)."""
+
+    def __init__(self, neighbouring: Neighbouring = "add-remove", accuracy: PldAccuracy | None = None) -> None:
+        if neighbouring not in NEIGHBOURING_RELATIONS:
+            raise ParameterError.single(
+                "neighbouring", "must be one of " + ", ".join(NEIGHBOURING_RELATIONS), value=neighbouring
+            )
+        self.neighbouring: Neighbouring = neighbouring
+        self.accuracy = accuracy or PldAccuracy()
+
+    # -- answers ---------------------------------------------------------------------------------------------
+
+    def epsilon(self, event: DpEvent, delta: float, near: PldAnswer | None = None) -> PldAnswer:
+        """Certified upper bound on the smallest ε with δ(ε) ≤ ``delta`` (the worse direction).
+
+        ``near``: an answer for a nearby event of the same shape (e.g. another noise in a calibration); each
+        direction then starts on its grid around its value instead of probing (same guarantee, less work)."""
+        d = check.delta("delta", delta)
+        directions = self.directions(event)
+        starts: list[tuple[float, float] | None] = [None] * len(directions)
+        if near is not None and len(near.by_direction) == len(directions):
+            starts = [(value, grid) if math.isfinite(value) else None for value, grid in near.by_direction]
+        answers = [
+            _Passes(direction, self.accuracy, delta=d).run(start)
+            for direction, start in zip(directions, starts, strict=True)
+        ]
+        worst = max(answers, key=lambda a: a.value)
+        if not math.isfinite(worst.value):
+            raise ParameterError.single(
+                "delta",
+                "is too small: the PLD accountant certifies no finite epsilon at this delta (its error allowance "
+                f"is {worst.error_allowance:.3g})",
+                f"> {worst.error_allowance:.3g}",
+                delta,
+            )
+        by_direction = tuple((a.value, a.grid) for a in answers)
+        return replace(worst, directions=len(answers), by_direction=by_direction)
+
+    def delta(self, event: DpEvent, epsilon: float) -> PldAnswer:
+        """Certified upper bound on δ(ε) (the worse direction)."""
+        e = check.non_negative("epsilon", epsilon)
+        answers = [self._direction_delta(direction, e) for direction in self.directions(event)]
+        worst = max(answers, key=lambda a: a.value)
+        return replace(worst, directions=len(answers))
+
+    # -- interpretation --------------------------------------------------------------------------------------
+
+    def directions(self, event: DpEvent) -> list[_Direction]:
+        """The leaves of each direction to account (one for symmetric pairs, two for add/remove sampling)."""
+        pairs = list(self._leaves(event, 1))
+        if all(pair.symmetric for _, pair in pairs):
+            return [_Direction(_merged(pairs))]
+        remove = [(c, p if p.symmetric else _as_remove(p)) for c, p in pairs]
+        add = [(c, p if p.symmetric else _as_add(p)) for c, p in pairs]
+        return [_Direction(_merged(remove)), _Direction(_merged(add))]
+
+    def _leaves(self, event: DpEvent, count: int) -> Iterable[tuple[int, DominatingPair]]:
+        if isinstance(event, SelfComposedEvent):
+            yield from self._leaves(event.event, count * event.count)
+        elif isinstance(event, ComposedEvent):
+            for inner in event.events:
+                yield from self._leaves(inner, count)
+        elif isinstance(event, GaussianEvent):
+            yield count, GaussianPair(1.0 / event.noise_multiplier)
+        elif isinstance(event, LaplaceEvent):
+            yield count, LaplacePair(event.noise_multiplier)
+        elif isinstance(event, PureDpEvent | BoundedRangeEvent):
+            yield count, RandomizedResponsePair(float(event.epsilon or 0.0))
+        elif isinstance(event, PoissonSampledEvent):
+            yield count, self._poisson(event)
+        elif isinstance(event, SampledWithoutReplacementEvent):
+            if self.neighbouring != "replace-one":
+                raise UnsupportedEventError(
+                    event, "sampling without replacement is accounted under replace-one neighbours only", "PLD"
+                )
+            mu = _gaussian_tree_mu(event, event.event)
+            gamma = event.sample_size / event.dataset_size
+            yield count, SymmetrizedPair(PoissonRemovePair(GaussianPair(mu), gamma))
+        else:
+            raise UnsupportedEventError(event, "no dominating pair is known for this event type", "PLD")
+
+    def _poisson(self, event: PoissonSampledEvent) -> DominatingPair:
+        base: BasePair
+        if isinstance(event.event, LaplaceEvent):
+            if self.neighbouring == "replace-one":
+                raise UnsupportedEventError(
+                    event, "a Poisson-sampled Laplace release is accounted under add/remove neighbours only", "PLD"
+                )
+            base = LaplacePair(event.event.noise_multiplier)
+        else:
+            mu = _gaussian_tree_mu(event, event.event)
+            if self.neighbouring == "replace-one":
+                return ReplaceOnePoissonPair(event.sampling_rate, 1.0 / mu)
+            base = GaussianPair(mu)
+        return _SampledPair(base, event.sampling_rate)
+
+    # -- one direction ---------------------------------------------------------------------------------------
+
+    def _direction_delta(self, direction: _Direction, epsilon: float) -> PldAnswer:
+        return _Passes(direction, self.accuracy, epsilon=epsilon).run()
+
+
+@dataclass(frozen=True)
+class _SampledPair(DominatingPair):
+    """A Poisson-sampled base pair before the direction is chosen (add/remove)."""
+
+    base: BasePair
+    sampling_rate: float
+    symmetric = False
+
+    def survival(self, losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return PoissonRemovePair(self.base, self.sampling_rate).survival(losses)
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        return PoissonRemovePair(self.base, self.sampling_rate).loss_range(tail)
+
+
+def _as_remove(pair: DominatingPair) -> DominatingPair:
+    assert isinstance(pair, _SampledPair)
+    return PoissonRemovePair(pair.base, pair.sampling_rate)
+
+
+def _as_add(pair: DominatingPair) -> DominatingPair:
+    assert isinstance(pair, _SampledPair)
+    return PoissonAddPair(pair.base, pair.sampling_rate)
+
+
+def _gaussian_tree_mu(event: DpEvent, inner: DpEvent) -> float:
+    leaf = non_gaussian_leaf(inner)
+    if leaf is not None:
+        raise UnsupportedEventError(
+            event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {leaf!r}", "PLD"
+        )
+    return gaussian_mu(inner)
+
+
+def _merged(leaves: Leaves) -> Leaves:
+    """Equal pairs' counts added; all plain Gaussians merged into one (μ = (Σ c μ²)^½, count 1: exact)."""
+    counts: dict[DominatingPair, int] = {}
+    gaussian = 0.0
+    for count, pair in leaves:
+        if isinstance(pair, GaussianPair):
+            gaussian += count * pair.mu * pair.mu
+        else:
+            counts[pair] = counts.get(pair, 0) + count
+    merged = [(count, pair) for pair, count in counts.items()]
+    if gaussian > 0.0:
+        merged.append((1, GaussianPair(math.sqrt(gaussian))))
+    return merged
+
+
+# -- passes: a probe, then finer grids ------------------------------------------------------------------------------
+
+
+class _Passes:
+    """The grid refinement of one direction for one query: ε at ``delta``, or δ at ``epsilon``."""
+
+    def __init__(
+        self, direction: _Direction, accuracy: PldAccuracy, delta: float | None = None, epsilon: float | None = None
+    ) -> None:
+        self.leaves = direction.leaves
+        self.steps = max(direction.steps, 1)
+        self.accuracy = accuracy
+        self.delta, self.epsilon = delta, epsilon
+        scale = delta if delta is not None else 1e-12
+        tail = max(min(1e-9 * scale, 1e-20) / self.steps, 1e-300)
+        self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
+        self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
+        self.probe: list[tuple[int, LeafPld]] = []
+        self.log_mgf: LogMgf | None = None
+
+    def run(self, start: tuple[float, float] | None = None) -> PldAnswer:
+        """Probe, then refine; or, from ``start`` = (a nearby ε, a grid), a first pass on that grid around it
+        (calibration: the answer at a nearby noise already knows the grid and where the answer lies)."""
+        grid = self.widest / PROBE_KNOTS
+        hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
+        last_grid = math.inf
+        if start is not None:
+            self._build(grid * PROBE_KNOTS / START_KNOTS)  # K(θ) tabulated on coarse leaves (no composition)
+            guess = start[0]
+            target = self._target_grid(guess)
+            grid = grid if grid <= target * 1.25 else target  # the grid a probe would have led to
+            hint, last_grid = (guess, max(0.0, START_LOW * guess - 4.0 * grid)), grid * 2.0
+        passes = 0
+        best: PldAnswer | None = None
+        while True:
+            limit = PROBE_POINTS if hint is None else self.accuracy.max_points
+            try:
+                answer = self._one_pass(grid, hint, limit)
+            except WindowTooWide as wide:
+                grid *= wide.size / limit * 1.05
+                if grid > self.widest / MIN_LEAF_KNOTS:
+                    raise ParameterError.single(
+                        "event",
+                        "is a composition too wide for the PLD accountant: its window needs more than "
+                        f"{limit} knots even at a grid leaving {MIN_LEAF_KNOTS} knots across a release",
+                    ) from wide
+                if hint is None:
+                    self.log_mgf = None  # tabulate K(θ) again on the coarser probe grid
+                elif grid >= last_grid / 1.25:
+                    if best is None:  # a start too fine for the window: probe instead
+                        return self.run()
+                    return replace(best, passes=passes)  # no finer grid fits: the last answer stands
+                continue
+            passes += 1
+            if best is None or answer.value < best.value:
+                best = answer  # every pass's answer is certified: the smallest is reported
+            value = answer.value if self.delta is not None else float(self.epsilon or 0.0)
+            target = self._target_grid(value)
+            exact = self.delta is not None and answer.value == 0.0  # δ(0) ≤ δ is certified: ε = 0
+            if grid <= target * 1.25 or exact or passes >= MAX_PASSES or not math.isfinite(answer.value):
+                return replace(best, passes=passes)
+            low = max(0.0, answer.value - 4.0 * grid - 2.0 * self.steps * grid * grid)
+            hint, last_grid = (answer.value, low), grid
+            grid = target if grid / target <= 2 * MAX_REFINEMENT else grid / MAX_REFINEMENT
+
+    def _target_grid(self, epsilon: float) -> float:
+        """Δ = min(max_grid, √(τε/(2T)), 8τε) rounded down to the ladder 2^(k/8) (nearby queries, e.g. along a
+        calibration, land on the same grid and so on the same discretised law), not below :data:`MIN_GRID` nor finer
+        than ``max_points`` knots across the widest release; for δ(ε) queries ε is taken ≥
+        :data:`DELTA_QUERY_SCALE`."""
+        tau, eps = self.accuracy.relative, max(epsilon, 1e-9 if self.delta is not None else DELTA_QUERY_SCALE)
+        finest = max(MIN_GRID, self.widest / self.accuracy.max_points)
+        wanted = min(self.accuracy.max_grid, math.sqrt(tau * eps / (2.0 * self.steps)), 8.0 * tau * eps)
+        return max(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER), finest)
+
+    def _build(self, grid: float) -> list[tuple[int, LeafPld]]:
+        built = [
+            (count, connect_the_dots(pair, grid, math.floor(lo / grid), math.ceil(hi / grid)))
+            for (count, pair), (lo, hi) in zip(self.leaves, self.ranges, strict=True)
+        ]
+        if self.log_mgf is None:  # the first (coarsest) pass tabulates K(θ) for all passes
+            self.probe, self.log_mgf = built, LogMgf(built)
+        return built
+
+    def _one_pass(self, grid: float, hint: tuple[float, float] | None, max_points: int) -> PldAnswer:
+        """One grid: tilt and window from K(θ), compose, answer (the window moves down if the answer is below)."""
+        built = self._build(grid)
+        log_mgf = self.log_mgf
+        assert log_mgf is not None
+        atoms = sum(count * leaf.infinity for count, leaf in built)
+        if atoms >= (self.delta if self.delta is not None else 1.0) or any(leaf.finite_mass == 0 for _, leaf in built):
+            # the atoms at +∞ alone reach δ (or all of a release's loss is there): nothing finite is certified
+            value = math.inf if self.delta is not None else 1.0
+            return PldAnswer(value, grid, 0, 0.0, min(atoms, 1.0))
+        if self.delta is None:
+            eps = float(self.epsilon or 0.0)
+            theta, window = self._tilt_and_window(built, eps, eps, None, max_points)
+            composed = TiltedComposition(built, theta, window)
+            return PldAnswer(composed.delta(eps), grid, window.size, theta, composed.error_terms(eps))
+        if hint is None:
+            guess = log_mgf.chernoff_epsilon(self.delta)
+            low = max(0.0, min(guess - 12.0 * log_mgf.spread(log_mgf.saddle_tilt(guess)), log_mgf.mean()))
+        else:
+            guess, low = hint
+        return self._epsilon_pass(built, grid, guess, low, max_points, self.delta)
+
+    def _epsilon_pass(
+        self, built: list[tuple[int, LeafPld]], grid: float, guess: float, low: float, max_points: int, delta: float
+    ) -> PldAnswer:
+        """ε at δ on one grid, the window moved down (up to 8 times) while the answer may lie below it."""
+        for _ in range(8):
+            theta, window = self._tilt_and_window(built, guess, low, delta, max_points)
+            composed = TiltedComposition(built, theta, window)
+            value = composed.epsilon(delta)
+            if value is not None:
+                at = value if math.isfinite(value) else composed.bottom
+                return PldAnswer(value, grid, window.size, theta, composed.error_terms(at))
+            low = max(0.0, composed.bottom - max(0.5, 0.5 * composed.bottom))
+            guess = min(guess, low)
+        raise ParameterError.single("delta", "the PLD accountant could not place its window (please report this)")
+
+    def _tilt_and_window(
+        self, built: list[tuple[int, LeafPld]], guess: float, low: float, delta: float | None, max_points: int
+    ) -> tuple[float, Window]:
+        """The tilt among θ_s·{0, 1/16, …, 1} (θ_s the Chernoff tilt at the guess) with the smallest window whose
+        estimated FFT error stays below :data:`FFT_SHARE` of δ (or θ_s if none does)."""
+        log_mgf = self.log_mgf
+        assert log_mgf is not None
+        saddle = log_mgf.saddle_tilt(guess)
+        log_delta = math.log(delta) if delta is not None else min(log_mgf.at(saddle) - saddle * guess, 0.0) - 5.0
+        best: tuple[int, float, Window] | None = None
+        fallback: Window | None = None
+        for fraction in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0):
+            theta = saddle * fraction
+            try:
+                window = plan_window(log_mgf, theta, built, low, log_delta, max_points)
+            except WindowTooWide:
+                if fraction == 1.0:
+                    raise
+                continue
+            if fraction == 1.0:
+                fallback = window
+            fits = self._fft_error(theta, window.size, guess, built[0][1].grid) <= FFT_SHARE * math.exp(log_delta)
+            if fits and (best is None or window.size < best[0]):
+                best = (window.size, theta, window)
+        if best is None:
+            assert fallback is not None
+            return saddle, fallback
+        return best[1], best[2]
+
+    def _fft_error(self, theta: float, size: int, epsilon: float, grid: float) -> float:
+        """The FFT term of δ(ε) predicted for tilt θ: 2·(Σ c_i)·η·‖Φ‖₁·e^{K(θ)−θε}, with ‖Φ‖₁ ≈ n/(s√2π) + 1 for a
+        composed tilted law of s knots' standard deviation (s² = K″(θ)/Δ²)."""
+        log_mgf = self.log_mgf
+        assert log_mgf is not None
+        spread = log_mgf.spread(theta) / grid
+        norm = size / (spread * math.sqrt(2.0 * math.pi) + 1.0) + 1.0
+        log_chernoff = log_mgf.at(theta) - theta * epsilon
+        return 2.0 * self.steps * fft_rtol(size) * norm * math.exp(min(log_chernoff, 700.0))

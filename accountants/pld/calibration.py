@@ -1,0 +1,157 @@
+"""Calibration on the PLD accountant: the smallest noise whose certified ε meets a target.
+
+The certified ε(σ) is an upper bound computed on a grid that follows the answer, so it is non-increasing in σ only
+up to its own accuracy. The search therefore never relies on monotonicity for its guarantee; it ends with two explicit
+evaluations:
+
+* σ⁺ with certified ε(σ⁺) ≤ target: the answer (every reported σ certifies the target);
+* σ⁺·(1 − ``rtol``) with certified ε > target: no noise more than ``rtol`` below the answer certifies it at the
+  point checked (the answer is within ``rtol`` of the smallest certifiable noise where ε(σ) crosses once).
+
+Between them a safeguarded secant on (log σ, log ε) — ε(σ) is smooth and close to a power of σ — moves from the
+starting noise (typically the RDP calibration, which is above the tight one) to the crossing in a few evaluations,
+each starting from the previous answer's grid and window (:meth:`PldAccountant.epsilon`'s ``near``). A bracket that
+the secant leaves is bisected (in log σ), so the search cannot stall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import CalibrationError, ParameterError
+from ..events import DpEvent
+from .accountant import PldAccountant, PldAnswer
+
+CALIBRATION_RTOL = 1e-4
+"""The answer σ⁺ certifies the target and σ⁺·(1 − 1e-4) does not."""
+NOISE_RANGE = (1e-4, 1e8)
+MAX_EVALUATIONS = 80
+
+
+@dataclass(frozen=True)
+class PldCalibration:
+    """The calibrated noise σ⁺, its certified answer, the certified ε just below (σ⁺·(1 − rtol)), and the work."""
+
+    noise: float
+    answer: PldAnswer
+    epsilon_below: float
+    evaluations: int
+
+
+class _Search:
+    """The evaluations of one calibration: certified ε by noise, the nearest feasible/infeasible noises so far."""
+
+    def __init__(self, event_at: Callable[[float], DpEvent], accountant: PldAccountant, delta: float) -> None:
+        self.event_at, self.accountant, self.delta = event_at, accountant, delta
+        self.values: dict[float, float] = {}
+        self.answers: dict[float, PldAnswer] = {}
+        self.near: PldAnswer | None = None
+
+    def __call__(self, noise: float) -> float:
+        if noise not in self.values:
+            if len(self.values) >= MAX_EVALUATIONS:
+                raise CalibrationError("the PLD calibration did not converge (please report this)")
+            try:
+                answer = self.accountant.epsilon(self.event_at(noise), self.delta, near=self.near)
+            except ParameterError:  # no finite ε certified at this noise (δ below the error allowance)
+                self.values[noise] = math.inf
+                return math.inf
+            self.values[noise], self.answers[noise] = answer.value, answer
+            if math.isfinite(answer.value):
+                self.near = answer
+        return self.values[noise]
+
+    def latest(self, count: int) -> set[float]:
+        """log σ of the ``count`` latest finite evaluations."""
+        finite = [math.log(s) for s, e in self.values.items() if math.isfinite(e) and e > 0]
+        return set(finite[-count:])
+
+    def bracket(self, target: float) -> tuple[float | None, float | None]:
+        """The largest infeasible and the smallest feasible noise evaluated so far."""
+        feasible = [s for s, e in self.values.items() if e <= target]
+        infeasible = [s for s, e in self.values.items() if e > target]
+        return (max(infeasible) if infeasible else None), (min(feasible) if feasible else None)
+
+
+def calibrate_pld(
+    event_at: Callable[[float], DpEvent],
+    accountant: PldAccountant,
+    delta: float,
+    target: float,
+    initial: float,
+    *,
+    rtol: float = CALIBRATION_RTOL,
+    parameter: str = "noise_multiplier",
+) -> PldCalibration:
+    """Smallest noise σ (to relative ``rtol``) whose certified PLD ε at ``delta`` is ≤ ``target`` (module docstring).
+
+    ``event_at(σ)`` is the mechanism at noise σ (ε non-increasing in σ); ``initial`` a starting noise near the answer.
+    Raises :class:`CalibrationError` when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
+    search = _Search(event_at, accountant, delta)
+    step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
+    root = _locate(search, target, math.log(min(max(initial, NOISE_RANGE[0]), NOISE_RANGE[1])), step, parameter)
+    for attempt in range(8):
+        upper = math.exp(root + (0.4 if attempt < 3 else 0.5) * step)
+        below = upper * (1.0 - rtol)
+        if search(upper) <= target and search(below) > target:
+            return PldCalibration(upper, search.answers[upper], search.values[below], len(search.values))
+        root = _next_root(search, target, step)
+    raise CalibrationError("the PLD calibration did not converge (please report this)")
+
+
+def _locate(search: _Search, target: float, x: float, step: float, parameter: str) -> float:
+    """log σ where the certified ε crosses the target, to well within ``step``: secant steps on (log σ, log ε)
+    from ``x`` (slope −1 before two points are known), bisection where a bracket exists and the secant leaves it."""
+    low_end, high_end = (math.log(v) for v in NOISE_RANGE)
+    growth = math.log(2.0)
+    while True:
+        eps = search(math.exp(x))
+        if x >= high_end and eps > target:
+            _infeasible(search, target, math.exp(x), parameter)
+        if x <= low_end and eps <= target:
+            raise CalibrationError(
+                f"target_epsilon={target:g} is met even at {parameter}={math.exp(x):.4g}, the bottom of the search "
+                "range: the target does not constrain the noise (check δ and the other parameters)"
+            )
+        if not math.isfinite(eps):  # nothing certified: more noise, by growing factors
+            x, growth = min(x + growth, high_end), growth * 2.0
+            continue
+        following = _next_root(search, target, step)
+        if abs(following - x) < step:
+            return following
+        x = min(max(following, low_end), high_end)
+
+
+def _next_root(search: _Search, target: float, step: float) -> float:
+    """The next estimate of log σ at the crossing: the secant through the two latest finite evaluations (slope −1
+    with one), inside the bracket (largest infeasible, smallest feasible) when one is known (its midpoint if the
+    secant leaves it)."""
+    finite = [(math.log(s), math.log(e / target)) for s, e in search.values.items() if math.isfinite(e) and e > 0]
+    latest = [point for point in finite if point[0] in search.latest(2)]
+    if len(latest) == 2 and latest[0][1] != latest[1][1]:
+        (x0, f0), (x1, f1) = latest
+        root = x1 - f1 * (x1 - x0) / (f1 - f0)
+    else:
+        x1, f1 = latest[-1] if latest else finite[-1]
+        root = x1 + f1  # ε ∝ 1/σ
+    lo, hi = search.bracket(target)
+    if lo is not None and hi is not None:
+        x_lo, x_hi = math.log(lo), math.log(hi)
+        if not x_lo < root < x_hi:
+            root = 0.5 * (x_lo + x_hi)
+    return root
+
+
+def _infeasible(search: _Search, target: float, noise: float, parameter: str) -> None:
+    eps = search.values[noise]
+    if math.isinf(eps):
+        raise CalibrationError(
+            f"target_epsilon={target:g} cannot be met: the PLD accountant certifies no finite ε at this δ for any "
+            f"{parameter} up to {noise:.4g} (δ is below its error allowance); raise δ, or ask for another accountant"
+        )
+    raise CalibrationError(
+        f"target_epsilon={target:g} cannot be met: even {parameter}={noise:.4g} gives ε={eps:.6g}, so the reachable "
+        f"targets are ε ≥ {eps:.6g}; raise the target or δ, or reduce the number of steps"
+    )
