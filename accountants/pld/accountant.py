@@ -72,6 +72,8 @@ PROBE_KNOTS = 2048
 """Knots across the widest leaf in the first pass."""
 PROBE_POINTS = 1 << 16
 """Most knots across the first pass's window (its grid is enlarged to fit)."""
+PROBE_MIN_KNOTS = 256
+"""The probe's grid leaves at least this many knots across the widest release (its window grows instead)."""
 MAX_REFINEMENT = 64
 """Each pass's grid is at most this much finer than the previous one's."""
 MIN_LEAF_KNOTS = 32
@@ -318,12 +320,16 @@ class _Passes:
             hint, last_grid = (guess, max(0.0, START_LOW * guess - 4.0 * grid)), grid * 2.0
         passes = 0
         best: PldAnswer | None = None
+        probe_limit = PROBE_POINTS
         while True:
-            limit = PROBE_POINTS if hint is None else self.accuracy.max_points
+            limit = probe_limit if hint is None else self.accuracy.max_points
             try:
                 answer = self._one_pass(grid, hint, limit)
             except WindowTooWide as wide:
                 grid *= wide.size / limit * 1.05
+                if hint is None and grid > self.widest / PROBE_MIN_KNOTS and probe_limit < self.accuracy.max_points:
+                    # a long composition: a wider probe window rather than a grid too coarse to mean anything
+                    grid, probe_limit = self.widest / PROBE_MIN_KNOTS, self.accuracy.max_points
                 if grid > self.widest / MIN_LEAF_KNOTS:
                     raise ParameterError.single(
                         "event",

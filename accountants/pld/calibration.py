@@ -28,6 +28,10 @@ CALIBRATION_RTOL = 1e-4
 """The answer σ⁺ certifies the target and σ⁺·(1 − 1e-4) does not."""
 NOISE_RANGE = (1e-4, 1e8)
 MAX_EVALUATIONS = 80
+FIRST_SLOPE = 1.5
+"""−d log ε/d log σ assumed before two evaluations measure it (DP-SGD's tight ε: 1.2–2)."""
+NEAR_TARGET = 0.9
+"""The first evaluation looks for ε around this fraction of the target (the tight ε at the RDP noise is below it)."""
 
 
 @dataclass(frozen=True)
@@ -87,25 +91,14 @@ def calibrate_pld(
 ) -> PldCalibration:
     """Smallest noise σ (to relative ``rtol``) whose certified PLD ε at ``delta`` is ≤ ``target`` (module docstring).
 
-    ``event_at(σ)`` is the mechanism at noise σ (ε non-increasing in σ); ``initial`` a starting noise near the answer.
-    Raises :class:`CalibrationError` when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
+    ``event_at(σ)`` is the mechanism at noise σ (ε non-increasing in σ); ``initial`` a starting noise near the answer
+    (the first evaluation starts its window near the target instead of probing). Raises :class:`CalibrationError`
+    when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
     search = _Search(event_at, accountant, delta)
+    search.near = _near_target(accountant, event_at(initial), target)
     step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
-    root = _locate(search, target, math.log(min(max(initial, NOISE_RANGE[0]), NOISE_RANGE[1])), step, parameter)
-    for attempt in range(8):
-        upper = math.exp(root + (0.4 if attempt < 3 else 0.5) * step)
-        below = upper * (1.0 - rtol)
-        if search(upper) <= target and search(below) > target:
-            return PldCalibration(upper, search.answers[upper], search.values[below], len(search.values))
-        root = _next_root(search, target, step)
-    raise CalibrationError("the PLD calibration did not converge (please report this)")
-
-
-def _locate(search: _Search, target: float, x: float, step: float, parameter: str) -> float:
-    """log σ where the certified ε crosses the target, to well within ``step``: secant steps on (log σ, log ε)
-    from ``x`` (slope −1 before two points are known), bisection where a bracket exists and the secant leaves it."""
     low_end, high_end = (math.log(v) for v in NOISE_RANGE)
-    growth = math.log(2.0)
+    x, growth = min(max(math.log(initial), low_end), high_end), math.log(2.0)
     while True:
         eps = search(math.exp(x))
         if x >= high_end and eps > target:
@@ -118,16 +111,27 @@ def _locate(search: _Search, target: float, x: float, step: float, parameter: st
         if not math.isfinite(eps):  # nothing certified: more noise, by growing factors
             x, growth = min(x + growth, high_end), growth * 2.0
             continue
-        following = _next_root(search, target, step)
-        if abs(following - x) < step:
-            return following
-        x = min(max(following, low_end), high_end)
+        root = _next_root(search, target, step)
+        if eps <= target and -0.1 * step <= x - root <= 0.9 * step:  # feasible, just above the crossing: the end?
+            below = math.exp(x) * (1.0 - rtol)
+            if search(below) > target:
+                noise = math.exp(x)
+                return PldCalibration(noise, search.answers[noise], search.values[below], len(search.values))
+            root = _next_root(search, target, step)
+        x = min(max(root + 0.4 * step, low_end), high_end)  # aim just above the crossing
+
+
+def _near_target(accountant: PldAccountant, event: DpEvent, target: float) -> PldAnswer:
+    """A stand-in answer that starts each direction's window around the target (no probe pass)."""
+    directions = len(accountant.directions(event))
+    guess = NEAR_TARGET * target
+    return PldAnswer(guess, 0.0, 0, 0.0, 0.0, directions, by_direction=((guess, 0.0),) * directions)
 
 
 def _next_root(search: _Search, target: float, step: float) -> float:
-    """The next estimate of log σ at the crossing: the secant through the two latest finite evaluations (slope −1
-    with one), inside the bracket (largest infeasible, smallest feasible) when one is known (its midpoint if the
-    secant leaves it)."""
+    """The next estimate of log σ at the crossing: the secant through the two latest finite evaluations (slope
+    −:data:`FIRST_SLOPE` with one), inside the bracket (largest infeasible, smallest feasible) when one is known
+    (its midpoint if the secant leaves it)."""
     finite = [(math.log(s), math.log(e / target)) for s, e in search.values.items() if math.isfinite(e) and e > 0]
     latest = [point for point in finite if point[0] in search.latest(2)]
     if len(latest) == 2 and latest[0][1] != latest[1][1]:
@@ -135,7 +139,7 @@ def _next_root(search: _Search, target: float, step: float) -> float:
         root = x1 - f1 * (x1 - x0) / (f1 - f0)
     else:
         x1, f1 = latest[-1] if latest else finite[-1]
-        root = x1 + f1  # ε ∝ 1/σ
+        root = x1 + f1 / FIRST_SLOPE  # ε ∝ σ^−1.5
     lo, hi = search.bracket(target)
     if lo is not None and hi is not None:
         x_lo, x_hi = math.log(lo), math.log(hi)

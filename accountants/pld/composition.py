@@ -187,11 +187,14 @@ class TiltedComposition:
         """Smallest ε ≥ max(bottom, 0) with :meth:`delta` ≤ ``delta``; ``math.inf`` if none in the window, None if
         the answer may lie below the window (the caller moves it down)."""
         start = max(self.bottom, 0.0)
-        if self.delta(start) <= delta:
-            return 0.0 if start == 0.0 else None
         if self.error_terms(float(self.losses[-1])) >= delta:
             return math.inf
         estimate = self._solve(delta, start)
+        if estimate <= start:  # the answer is at the window's bottom or below: certify 0, or move the window
+            if start == 0.0 and self.delta(0.0) <= delta:
+                return 0.0
+            if start > 0.0:
+                return None
         return self._verified(delta, estimate)
 
     def _solve(self, delta: float, start: float) -> float:
@@ -226,6 +229,8 @@ class TiltedComposition:
                 lo = mid
         left = start if lo < first else float(self.losses[lo])
         right = float(self.losses[hi])
+        if lo < first and value(start, first) <= delta:
+            return start
         if value(left, hi) - delta <= 0.0:
             return left
         if value(right, hi) - delta > 0.0:  # rounding of the suffix sums: the direct check steps up from here

@@ -71,6 +71,16 @@ class LeafPld:
         return float(np.sum(self.probs))
 
     @cached_property
+    def variance(self) -> float:
+        """The variance of the finite part (renormalised; 0 for a point mass)."""
+        weights, losses = self.probs, self.losses
+        total = float(np.sum(weights))
+        if total <= 0.0:
+            return 0.0
+        mean = float(np.dot(weights, losses)) / total
+        return float(np.dot(weights, (losses - mean) ** 2)) / total
+
+    @cached_property
     def _finite(self) -> tuple[np.ndarray, np.ndarray]:
         """log p_i and L_i where p_i > 0."""
         positive = self.probs > 0

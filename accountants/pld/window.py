@@ -37,13 +37,13 @@ class WindowTooWide(ValueError):
 
 class LogMgf:
     """K(θ) = Σ c_i log Σ_j p_ij e^{θL_ij} of a direction's leaves, tabulated on a fixed grid of tilts (scaled up
-    for compositions whose whole support is narrower than 1)."""
+    for compositions whose standard deviation is below 1: the Chernoff tilts there are ~log(1/δ)/deviation)."""
 
     def __init__(self, built: Sequence[tuple[int, LeafPld]]) -> None:
         self.built = built
-        grid = built[0][1].grid
-        width = sum(count * leaf.size for count, leaf in built) * grid
-        self.thetas = _TILTS * max(1.0, 1.0 / width)  # tilts up to 10⁴/width: e^{θ·width} spans any δ
+        spread = math.sqrt(sum(count * leaf.variance for count, leaf in built))
+        width = sum(count * leaf.size for count, leaf in built) * built[0][1].grid
+        self.thetas = _TILTS * max(1.0, 1.0 / max(spread, 1e-300), 1.0 / width)  # tilts up to 10⁴ standard deviations⁻¹
         self.values = self(self.thetas)
         self._cache: dict[float, float] = {}
 
@@ -123,7 +123,7 @@ def plan_window(
     start = min(max(low, support_lo * grid), support_hi * grid)
     quantile = _lower_quantile(log_mgf, start, support_lo * grid, log_budget)
     best: tuple[int, int, float] | None = None
-    for bottom in np.unique(np.linspace(start, quantile, 12)):
+    for bottom in np.unique(np.linspace(start, quantile, 6)):
         b_index = max(math.floor(bottom / grid), support_lo)
         excess = log_mgf.log_mass_below(b_index * grid) - log_budget
         if excess > 0.0 and theta <= 0.0:
