@@ -9,6 +9,7 @@ Supported events and the result each maps to:
 event                                         Rényi curve ε(α)
 ============================================  ===============================================================
 ``GaussianEvent(z)``                          α/(2z²)
+``LaplaceEvent(b)``                           Mironov 2017, Prop. 6 (exact; :mod:`~accountants.mechanisms.laplace`)
 ``PoissonSampledEvent(q, Gaussian…)``         Mironov–Talwar–Zhang 2019, exact (add/remove); under replace-one
                                               the weak triangle inequality through the dataset without the
                                               record (Mironov 2017, Prop. 11, p = 2):
@@ -42,6 +43,7 @@ from .events import (
     ComposedEvent,
     DpEvent,
     GaussianEvent,
+    LaplaceEvent,
     PoissonSampledEvent,
     PureDpEvent,
     SampledWithoutReplacementEvent,
@@ -51,6 +53,7 @@ from .events import (
     non_gaussian_leaf,
 )
 from .mechanisms import poisson_gaussian, sampled_wor_gaussian
+from .mechanisms.laplace import laplace_rdp
 from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
 
 Neighbouring = Literal["add-remove", "replace-one"]
@@ -117,6 +120,9 @@ class RdpAccountant:
         if isinstance(event, GaussianEvent):
             z = event.noise_multiplier
             return [(count, lambda a: a / (2.0 * z * z))]
+        if isinstance(event, LaplaceEvent):
+            scale = event.noise_multiplier
+            return [(count, lambda a: laplace_rdp(scale, a))]
         if isinstance(event, PureDpEvent):
             eps = event.epsilon
             return [(count, lambda a: pure_dp_rdp(eps, a))]

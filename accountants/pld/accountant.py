@@ -51,7 +51,7 @@ from ..events import (
     non_gaussian_leaf,
 )
 from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
-from .composition import TiltedComposition, Window, fft_rtol
+from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
 from .discrete import LeafPld, connect_the_dots
 from .pairs import (
     BasePair,
@@ -83,6 +83,8 @@ GRID_LADDER = 8
 """Grids are powers of 2^(1/8)."""
 DELTA_QUERY_SCALE = 0.1
 """A δ(ε) query chooses its grid as if ε were at least this (δ(0), the total variation, needs no finer grid)."""
+RETABULATE_KNOTS = 1 << 15
+"""After a pass whose leaves have at most this many knots in all, K(θ) is tabulated again on them."""
 MAX_PASSES = 6
 """A query stops after this many grids (each at most :data:`MAX_REFINEMENT` finer)."""
 MIN_GRID = 1e-9
@@ -92,6 +94,8 @@ START_KNOTS = 512
 START_LOW = 0.8
 """From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
 FFT_SHARE = 1e-4
+EXTENDED_GAIN = EXTENDED_U / (float(np.finfo(float).eps) / 2.0)
+"""How much smaller the FFT's rounding is in extended precision (≈ 1/2048 with x87 long double)."""
 """The tilt is chosen so that the FFT's rounding is predicted to take at most this share of δ."""
 
 
@@ -303,7 +307,7 @@ class _Passes:
         tail = max(min(1e-9 * scale, 1e-20) / self.steps, 1e-300)
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
         self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
-        self.probe: list[tuple[int, LeafPld]] = []
+        self.last_built: list[tuple[int, LeafPld]] = []
         self.log_mgf: LogMgf | None = None
 
     def run(self, start: tuple[float, float] | None = None) -> PldAnswer:
@@ -353,6 +357,10 @@ class _Passes:
                 return replace(best, passes=passes)
             low = max(0.0, answer.value - 4.0 * grid - 2.0 * self.steps * grid * grid)
             hint, last_grid = (answer.value, low), grid
+            if sum(leaf.size for _, leaf in self.last_built) <= RETABULATE_KNOTS:
+                # K(θ) again on this pass's finer leaves: coarse pessimistic leaves overstate K at large θ where
+                # the loss has a heavy right tail, which misplaces the tilt and the window of the next pass
+                self.log_mgf = LogMgf(self.last_built)
             grid = target if grid / target <= 2 * MAX_REFINEMENT else grid / MAX_REFINEMENT
 
     def _target_grid(self, epsilon: float) -> float:
@@ -370,8 +378,9 @@ class _Passes:
             (count, connect_the_dots(pair, grid, math.floor(lo / grid), math.ceil(hi / grid)))
             for (count, pair), (lo, hi) in zip(self.leaves, self.ranges, strict=True)
         ]
-        if self.log_mgf is None:  # the first (coarsest) pass tabulates K(θ) for all passes
-            self.probe, self.log_mgf = built, LogMgf(built)
+        if self.log_mgf is None:  # the first (coarsest) pass tabulates K(θ)
+            self.log_mgf = LogMgf(built)
+        self.last_built = built
         return built
 
     def _one_pass(self, grid: float, hint: tuple[float, float] | None, max_points: int) -> PldAnswer:
@@ -415,30 +424,33 @@ class _Passes:
         self, built: list[tuple[int, LeafPld]], guess: float, low: float, delta: float | None, max_points: int
     ) -> tuple[float, Window]:
         """The tilt among θ_s·{0, 1/16, …, 1} (θ_s the Chernoff tilt at the guess) with the smallest window whose
-        estimated FFT error stays below :data:`FFT_SHARE` of δ (or θ_s if none does)."""
+        estimated FFT error stays below :data:`FFT_SHARE` of δ in double precision; else the same in extended
+        precision (long double, ~5× slower); else the least estimated error, in extended precision. Tilts whose
+        window exceeds ``max_points`` are skipped (:class:`WindowTooWide` if all do)."""
         log_mgf = self.log_mgf
         assert log_mgf is not None
         saddle = log_mgf.saddle_tilt(guess)
         log_delta = math.log(delta) if delta is not None else min(log_mgf.at(saddle) - saddle * guess, 0.0) - 5.0
-        best: tuple[int, float, Window] | None = None
-        fallback: Window | None = None
+        budget = FFT_SHARE * math.exp(log_delta)
+        candidates: list[tuple[float, float, Window]] = []  # (predicted FFT term, θ, window)
+        narrowest = math.inf
         for fraction in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0):
             theta = saddle * fraction
             try:
                 window = plan_window(log_mgf, theta, built, low, log_delta, max_points)
-            except WindowTooWide:
-                if fraction == 1.0:
-                    raise
+            except WindowTooWide as wide:
+                narrowest = min(narrowest, wide.size)
                 continue
-            if fraction == 1.0:
-                fallback = window
-            fits = self._fft_error(theta, window.size, guess, built[0][1].grid) <= FFT_SHARE * math.exp(log_delta)
-            if fits and (best is None or window.size < best[0]):
-                best = (window.size, theta, window)
-        if best is None:
-            assert fallback is not None
-            return saddle, fallback
-        return best[1], best[2]
+            candidates.append((self._fft_error(theta, window.size, guess, built[0][1].grid), theta, window))
+        if not candidates:
+            raise WindowTooWide(int(narrowest))
+        for gain, extended in ((1.0, False), (EXTENDED_GAIN, True)):
+            fitting = [c for c in candidates if c[0] * gain <= budget]
+            if fitting:
+                _, theta, window = min(fitting, key=lambda c: c[2].size)
+                return theta, replace(window, extended=extended)
+        _, theta, window = min(candidates, key=lambda c: c[0])  # none fits: the least rounding, extended
+        return theta, replace(window, extended=True)
 
     def _fft_error(self, theta: float, size: int, epsilon: float, grid: float) -> float:
         """The FFT term of δ(ε) predicted for tilt θ: 2·(Σ c_i)·η·‖Φ‖₁·e^{K(θ)−θε}, with ‖Φ‖₁ ≈ n/(s√2π) + 1 for a

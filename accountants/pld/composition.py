@@ -57,11 +57,18 @@ class Window:
     size: int
     tail_tilt: float = 1.0
     """A tilt θ′ > 0 near the one whose Chernoff bound on the mass above the window is smallest."""
+    extended: bool = False
+    """Forward transforms and powers in extended precision (x87 long double): their rounding bound, which the
+    powers multiply by the count, shrinks by u_ext/u ≈ 1/2048; the inverse transform stays in double."""
 
 
-def fft_rtol(size: int) -> float:
+EXTENDED_U = float(np.finfo(np.longdouble).eps) / 2.0
+"""Unit roundoff of the extended type (= U where long double is plain double: then nothing is gained, nor lost)."""
+
+
+def fft_rtol(size: int, unit: float = U) -> float:
     """η: relative L2 error of one (real) FFT of this length (Higham 2002, Thm. 24.2, constant rounded up)."""
-    return 10.0 * U * math.ceil(math.log2(max(size, 2)))
+    return 10.0 * unit * math.ceil(math.log2(max(size, 2)))
 
 
 def _full_norm(half: np.ndarray, order: int) -> float:
@@ -103,21 +110,26 @@ class TiltedComposition:
     def _composed_spectrum(self, leaves: Sequence[tuple[int, LeafPld]], n: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Φ̂ = Π φ̂_i^{c_i} on the half spectrum, a bound on |Φ̂_k − Φ_k| bin by bin, and the tilting's rounding.
 
+        In the window's precision (double, or extended: u below is then the extended unit roundoff, and the final
+        rounding of Φ̂ to double adds 2u_double relative per bin).
+
         A real FFT of a non-negative x errs by at most η‖x‖₁ in every bin (each output sums the inputs with unit
         twiddles through ⌈log₂ n⌉ stages). With a_ik = |φ̂_ik| + η‖x_i‖₁ ≥ |φ_ik|, the mean-value theorem gives
         |Φ̂_k − Φ_k| ≤ A_k Σ_i c_i η‖x_i‖₁ / a_ik, A_k = Π a_ik^{c_i}; the polar power adds its rounding, and a bin
         dropped for A_k < e^{−60} errs by at most A_k."""
         half = n // 2 + 1
-        log_modulus, log_bound, phase = np.zeros(half), np.zeros(half), np.zeros(half)
+        real = np.longdouble if self.window.extended else np.float64
+        unit = EXTENDED_U if self.window.extended else U
+        log_modulus, log_bound, phase = (np.zeros(half, dtype=real) for _ in range(3))
         spread, rel = np.zeros(half), np.zeros(half)
         self.log_scale = 0.0  # K
         rounding = 0.0
-        eta = fft_rtol(n)
+        eta = fft_rtol(n, unit)
         for count, leaf in leaves:
             if leaf.size > n:
                 raise ValueError("a leaf is wider than the window")
             x, log_norm, rnd = leaf.tilted(self.theta)
-            circle = np.zeros(n)
+            circle = np.zeros(n, dtype=real)
             circle[(leaf.offset + np.arange(leaf.size)) % n] = x
             transform = fft.rfft(circle)
             modulus = np.abs(transform)
@@ -127,18 +139,19 @@ class TiltedComposition:
             angle = np.angle(transform)
             log_modulus += count * log_mod
             log_bound += count * np.log(modulus + error)
-            spread += count * error / (modulus + error)
+            spread += np.asarray(count * error / (modulus + error), dtype=float)
             phase += count * angle
-            rel += count * (np.abs(np.where(np.isfinite(log_mod), log_mod, 0.0)) + np.abs(angle) + 1.0)
+            finite_log = np.where(np.isfinite(log_mod), log_mod, 0.0)
+            rel += np.asarray(count * (np.abs(finite_log) + np.abs(angle) + 1.0), dtype=float)
             self.log_scale += count * log_norm
             rounding += count * rnd
         keep = log_bound > DROPPED_LOG_MODULUS
         spectrum = np.zeros(half, dtype=complex)
         with np.errstate(under="ignore"):
             modulus = np.exp(log_modulus[keep])
-            spectrum[keep] = modulus * np.exp(1j * np.fmod(phase[keep], 2.0 * math.pi))
-            bound = np.exp(log_bound) * np.where(keep, spread, 1.0) * 1.01
-        bound[keep] += 4.0 * U * (rel[keep] + 2.0) * modulus
+            spectrum[keep] = modulus * np.exp(1j * np.fmod(phase[keep], 2.0 * math.pi))  # rounded to double
+            bound = np.asarray(np.exp(log_bound), dtype=float) * np.where(keep, spread, 1.0) * 1.01
+        bound[keep] += (4.0 * unit * (rel[keep] + 2.0) + 2.0 * U) * np.asarray(modulus, dtype=float)
         return spectrum, bound, rounding
 
     # -- the bound, term by term -------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ class LaplacePair(BasePair):
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         edge = min(1.0 / self.scale, _MAX_LOSS)
-        return -edge, edge
+        return -edge, _above_atom(edge)
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,12 @@ class RandomizedResponsePair(BasePair):
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         edge = min(self.epsilon, _MAX_LOSS)
-        return -edge, edge
+        return -edge, _above_atom(edge)
+
+
+def _above_atom(edge: float) -> float:
+    """A range end strictly above an atom at ``edge``: the top knot's mass goes to +∞, the atom's must not."""
+    return edge + 1e-9 * max(edge, 1e-3)
 
 
 def _mixture_loss(q: float, base_loss: float) -> float:

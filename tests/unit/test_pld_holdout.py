@@ -1,0 +1,102 @@
+"""The PLD accountant's hold-out sweep (issue 13): 160 seeded random DP-SGD configurations over q ∈ [1e-5, 1],
+z ∈ [0.4, 20], T ∈ [1, 1e7], δ ∈ [1e-12, 1e-2], both neighbouring relations, against prv-accountant and
+dp_accounting (:mod:`tests.support.pld_holdout` says how the references were computed and which are recomputed live).
+
+* ``tight`` answers at least 99 % of them;
+* every answer is at or above prv-accountant's certified ``eps_lower`` and dp_accounting's optimistic PLD, and at or
+  below dpcal's own RDP bound;
+* where δ ≥ 1e-10 and T ≤ 1e6, it is at most dp_accounting's pessimistic PLD at vdi 1e-5 × (1 + 1e-3) + 1e-4.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pytest
+
+from accountants.errors import ParameterError
+from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+from accountants.pld import PldAccountant
+from accountants.rdp import RdpAccountant
+
+from ..support import pld_holdout
+
+pytestmark = pytest.mark.slow
+
+OPTIMISTIC_SLACK = 1e-4
+"""dp_accounting's optimistic ε is read off its own grid (vdi 1e-4): it may sit up to one grid step above its δ(ε)."""
+
+
+def _event(row: dict[str, Any]) -> SelfComposedEvent:
+    return SelfComposedEvent(PoissonSampledEvent(row["q"], GaussianEvent(row["z"])), row["T"])
+
+
+def _ours(row: dict[str, Any]) -> tuple[float | None, float]:
+    """(tight ε or None where it refuses, RDP ε) for one configuration."""
+    rdp = RdpAccountant(row["rel"]).epsilon(_event(row), row["d"]).value
+    try:
+        return PldAccountant(row["rel"]).epsilon(_event(row), row["d"]).value, rdp
+    except ParameterError:
+        return None, rdp
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    stored = pld_holdout.load()
+    with ProcessPoolExecutor(2) as pool:
+        answers = list(pool.map(_ours, stored))
+    return [row | {"ours": ours, "rdp": rdp} for row, (ours, rdp) in zip(stored, answers, strict=True)]
+
+
+def test_the_stored_configurations_are_the_seeded_ones():
+    stored = pld_holdout.load()
+    assert len(stored) == pld_holdout.COUNT >= 150
+    for row, config in zip(stored, pld_holdout.configs(), strict=True):
+        assert {key: row[key] for key in config} == config
+    assert {row["rel"] for row in stored} == {"add-remove", "replace-one"}
+
+
+def test_tight_answers_at_least_99_percent(rows):
+    answered = [row for row in rows if row["ours"] is not None]
+    assert len(answered) >= math.ceil(0.99 * len(rows))
+    assert all(math.isfinite(row["ours"]) and row["ours"] >= 0.0 for row in answered)
+
+
+def test_never_below_the_certified_lower_references_nor_above_rdp(rows):
+    checked_prv = 0
+    for row in rows:
+        ours = row["ours"]
+        if ours is None:
+            continue
+        assert ours <= row["rdp"] * (1 + 1e-9), row
+        if "prv" in row:
+            checked_prv += 1
+            assert ours >= row["prv"][0], row
+        if "dpa_opt" in row:
+            assert ours >= row["dpa_opt"] - OPTIMISTIC_SLACK * max(1.0, row["dpa_opt"]), row
+    assert checked_prv >= 60
+
+
+def test_within_1e3_of_dp_accounting_pessimistic_vdi_1e5(rows):
+    eligible = [row for row in rows if pld_holdout.pessimistic_checked(row) and row["ours"] is not None]
+    compared = [row for row in eligible if "dpa_pess5" in row]
+    assert len(compared) >= 100  # the rest: dp_accounting ran out of its 8 GiB (recorded in the file)
+    for row in compared:
+        assert row["ours"] <= row["dpa_pess5"] * (1 + 1e-3) + 1e-4, row
+    for row in eligible:
+        assert "dpa_pess5" in row or "MemoryError" in row.get("pess_err", ""), row
+
+
+def test_the_stored_references_are_the_libraries_live():
+    """Every configuration whose references take under a second is recomputed now (62 of 160, both relations)."""
+    cheap = [row for row in pld_holdout.load() if row["oracle_seconds"] < 1.0]
+    assert len(cheap) >= 60 and {row["rel"] for row in cheap} == {"add-remove", "replace-one"}
+    configs = [{key: row[key] for key in ("i", "q", "z", "T", "d", "rel")} for row in cheap]
+    live = pld_holdout.compute(configs)
+    for row, fresh in zip(cheap, live, strict=True):
+        for key in ("prv", "dpa_opt", "dpa_pess5"):
+            assert (key in row) == (key in fresh), (row, fresh)
+            if key in row:
+                assert fresh[key] == pytest.approx(row[key], rel=1e-9, abs=1e-12), (key, row, fresh)
