@@ -371,7 +371,7 @@ class _Passes:
         tau, eps = self.accuracy.relative, max(epsilon, 1e-9 if self.delta is not None else DELTA_QUERY_SCALE)
         finest = max(MIN_GRID, self.widest / self.accuracy.max_points)
         wanted = min(self.accuracy.max_grid, math.sqrt(tau * eps / (2.0 * self.steps)), 8.0 * tau * eps)
-        return max(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER), finest)
+        return max(float(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER)), finest)
 
     def _build(self, grid: float) -> list[tuple[int, LeafPld]]:
         built = [

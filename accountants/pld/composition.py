@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import fft, optimize
@@ -118,9 +119,11 @@ class TiltedComposition:
         |Φ̂_k − Φ_k| ≤ A_k Σ_i c_i η‖x_i‖₁ / a_ik, A_k = Π a_ik^{c_i}; the polar power adds its rounding, and a bin
         dropped for A_k < e^{−60} errs by at most A_k."""
         half = n // 2 + 1
-        real = np.longdouble if self.window.extended else np.float64
+        real: type[np.floating[Any]] = np.longdouble if self.window.extended else np.float64
         unit = EXTENDED_U if self.window.extended else U
-        log_modulus, log_bound, phase = (np.zeros(half, dtype=real) for _ in range(3))
+        log_modulus: np.ndarray = np.zeros(half, dtype=real)
+        log_bound: np.ndarray = np.zeros(half, dtype=real)
+        phase: np.ndarray = np.zeros(half, dtype=real)
         spread, rel = np.zeros(half), np.zeros(half)
         self.log_scale = 0.0  # K
         rounding = 0.0
