@@ -18,11 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = """
 import json, statistics, time
-from accountants.mechanisms.poisson_gaussian_pld import PoissonGaussianPld
+from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+from accountants.pld import PldAccountant
+event = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(1.1)), 14062)
 times = []
 for _ in range(5):
     start = time.perf_counter()
-    PoissonGaussianPld.build(256 / 60000, 1.1, 14062).epsilon(1e-5)
+    PldAccountant().epsilon(event, 1e-5)
     times.append(time.perf_counter() - start)
 print(json.dumps(statistics.median(times)))
 """

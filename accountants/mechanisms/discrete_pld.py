@@ -6,8 +6,20 @@ L = log dP/dQ under P of a dominating pair) plus an atom at +∞. Its profile is
 + p_∞. Every operation here only moves mass *up* (towards larger loss, or to +∞), and the profile is non-decreasing
 in that order (g(s) = (1 − e^{ε−s})₊ is non-decreasing, and the order is preserved by convolution of non-negative
 measures of any total mass), so every δ computed from the result is an upper bound on the δ of the exact measure.
-The error analysis of each operation is in :mod:`accountants.mechanisms.poisson_gaussian_pld` (step 2), whose
-accountant, like :mod:`accountants.mechanisms.bounded_range_composition`, builds on this module.
+Each numerical step is made to move mass only **up**:
+
+* truncation of a composed array (pessimistic, as dp_accounting): lower-tail mass is added to the lowest kept point
+  (sound; it costs only tightness), upper-tail mass to the atom at +∞, where it counts in every reported δ;
+* FFT convolution (Koskela, Jälkö & Honkela 2020): the computed convolution differs from the exact one by
+  ‖e‖₂ ≤ (3η + 6u)(‖a‖₂‖b‖₁ + ‖a‖₁‖b‖₂) with η = 10·u·⌈log₂ n⌉ the relative L2 error of one FFT of length n
+  (Higham 2002, Thm. 24.2, constant rounded up); negative values are clipped (towards the exact entries) and
+  ‖e‖₁ ≤ √m‖e‖₂ (m kept entries) is added to the atom at +∞;
+* the atom at +∞ of a convolution is bounded by i_a·M_b + i_b·M_a (total masses M), and the final sum for δ(ε) is
+  inflated by (1 + 1e-12) for summation error.
+
+:mod:`accountants.mechanisms.bounded_range_composition` (the bounded-range composition of private mirror descent)
+builds on this module; the general event-tree accountant is :mod:`accountants.pld`, whose tilted composition bounds
+its rounding differently (per frequency bin, after an exponential tilt).
 """
 
 from __future__ import annotations

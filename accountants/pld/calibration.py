@@ -111,6 +111,9 @@ def calibrate_pld(
         if not math.isfinite(eps):  # nothing certified: more noise, by growing factors
             x, growth = min(x + growth, high_end), growth * 2.0
             continue
+        if eps <= 0.0 and search.bracket(target)[0] is None:  # ε = 0 certified, no infeasible noise yet: less noise
+            x, growth = max(x - growth, low_end), growth * 2.0
+            continue
         root = _next_root(search, target, step)
         if eps <= target and -0.1 * step <= x - root <= 0.9 * step:  # feasible, just above the crossing: the end?
             below = math.exp(x) * (1.0 - rtol)
@@ -134,13 +137,15 @@ def _next_root(search: _Search, target: float, step: float) -> float:
     (its midpoint if the secant leaves it)."""
     finite = [(math.log(s), math.log(e / target)) for s, e in search.values.items() if math.isfinite(e) and e > 0]
     latest = [point for point in finite if point[0] in search.latest(2)]
+    lo, hi = search.bracket(target)
     if len(latest) == 2 and latest[0][1] != latest[1][1]:
         (x0, f0), (x1, f1) = latest
         root = x1 - f1 * (x1 - x0) / (f1 - f0)
-    else:
+    elif finite:
         x1, f1 = latest[-1] if latest else finite[-1]
         root = x1 + f1 / FIRST_SLOPE  # ε ∝ σ^−1.5
-    lo, hi = search.bracket(target)
+    else:  # only ε = 0 or ∞ so far: the bracket's middle (the caller moves out of one-sided cases)
+        root = math.log(lo if lo is not None else hi if hi is not None else 1.0)
     if lo is not None and hi is not None:
         x_lo, x_hi = math.log(lo), math.log(hi)
         if not x_lo < root < x_hi:

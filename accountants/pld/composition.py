@@ -111,23 +111,22 @@ class TiltedComposition:
     def _composed_spectrum(self, leaves: Sequence[tuple[int, LeafPld]], n: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Φ̂ = Π φ̂_i^{c_i} on the half spectrum, a bound on |Φ̂_k − Φ_k| bin by bin, and the tilting's rounding.
 
-        In the window's precision (double, or extended: u below is then the extended unit roundoff, and the final
-        rounding of Φ̂ to double adds 2u_double relative per bin).
+        In the window's precision (double, or extended: u below is then the extended unit roundoff), except the last
+        step: the modulus rounded to double, the phase reduced mod 2π and rounded to double, e^{iθ} as cos + i·sin in
+        double — together ≤ 14u_double relative per bin, added.
 
         A real FFT of a non-negative x errs by at most η‖x‖₁ in every bin (each output sums the inputs with unit
         twiddles through ⌈log₂ n⌉ stages). With a_ik = |φ̂_ik| + η‖x_i‖₁ ≥ |φ_ik|, the mean-value theorem gives
         |Φ̂_k − Φ_k| ≤ A_k Σ_i c_i η‖x_i‖₁ / a_ik, A_k = Π a_ik^{c_i}; the polar power adds its rounding, and a bin
-        dropped for A_k < e^{−60} errs by at most A_k."""
+        dropped for A_k < e^{−60} errs by at most A_k. Which bins are dropped is decided from an upper bound on log A_k
+        computed in double (|φ̂| rounded to double within 4u, raised); only the kept bins are powered."""
         half = n // 2 + 1
         real: type[np.floating[Any]] = np.longdouble if self.window.extended else np.float64
         unit = EXTENDED_U if self.window.extended else U
-        log_modulus: np.ndarray = np.zeros(half, dtype=real)
-        log_bound: np.ndarray = np.zeros(half, dtype=real)
-        phase: np.ndarray = np.zeros(half, dtype=real)
-        spread, rel = np.zeros(half), np.zeros(half)
-        self.log_scale = 0.0  # K
-        rounding = 0.0
         eta = fft_rtol(n, unit)
+        self.log_scale, rounding = 0.0, 0.0  # K, and the tilting's rounding
+        transforms: list[tuple[int, np.ndarray, float]] = []
+        screen = np.zeros(half)  # ≥ log A_k, in double: which bins can matter at all
         for count, leaf in leaves:
             if leaf.size > n:
                 raise ValueError("a leaf is wider than the window")
@@ -135,27 +134,48 @@ class TiltedComposition:
             circle = np.zeros(n, dtype=real)
             circle[(leaf.offset + np.arange(leaf.size)) % n] = x
             transform = fft.rfft(circle)
-            modulus = np.abs(transform)
             error = eta * float(np.sum(x))
             with np.errstate(divide="ignore"):
+                screen += count * np.log(np.abs(transform.astype(complex)) * (1.0 + 4.0 * U) + error)
+            transforms.append((count, transform, error))
+            self.log_scale += count * log_norm
+            rounding += count * rnd
+        keep = np.flatnonzero(screen > DROPPED_LOG_MODULUS)
+        with np.errstate(under="ignore"):
+            bound = np.exp(screen) * 1.01  # a dropped bin errs by at most A_k
+        spectrum = np.zeros(half, dtype=complex)
+        spectrum[keep], bound[keep] = self._kept_bins(transforms, keep, real, unit)
+        return spectrum, bound, rounding
+
+    @staticmethod
+    def _kept_bins(
+        transforms: Sequence[tuple[int, np.ndarray, float]], keep: np.ndarray, real: type[Any], unit: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Φ̂ and its error bound on the kept bins, in the working precision (class docstring of the spectrum)."""
+        log_modulus = np.zeros(keep.size, dtype=real)
+        log_bound = np.zeros(keep.size, dtype=real)
+        phase = np.zeros(keep.size, dtype=real)
+        spread, rel = np.zeros(keep.size), np.zeros(keep.size)
+        for count, transform, error in transforms:
+            values = transform[keep]
+            modulus = np.abs(values)
+            with np.errstate(divide="ignore"):
                 log_mod = np.log(modulus)
-            angle = np.angle(transform)
+            angle = np.angle(values)
             log_modulus += count * log_mod
             log_bound += count * np.log(modulus + error)
             spread += np.asarray(count * error / (modulus + error), dtype=float)
             phase += count * angle
             finite_log = np.where(np.isfinite(log_mod), log_mod, 0.0)
             rel += np.asarray(count * (np.abs(finite_log) + np.abs(angle) + 1.0), dtype=float)
-            self.log_scale += count * log_norm
-            rounding += count * rnd
-        keep = log_bound > DROPPED_LOG_MODULUS
-        spectrum = np.zeros(half, dtype=complex)
         with np.errstate(under="ignore"):
-            modulus = np.exp(log_modulus[keep])
-            spectrum[keep] = modulus * np.exp(1j * np.fmod(phase[keep], 2.0 * math.pi))  # rounded to double
-            bound = np.asarray(np.exp(log_bound), dtype=float) * np.where(keep, spread, 1.0) * 1.01
-        bound[keep] += (4.0 * unit * (rel[keep] + 2.0) + 2.0 * U) * np.asarray(modulus, dtype=float)
-        return spectrum, bound, rounding
+            modulus_d = np.asarray(np.exp(log_modulus), dtype=float)
+            # the phase reduced mod 2π in the working precision, then e^{iθ} in double: ≤ 14u relative (below)
+            angle_d = np.asarray(np.fmod(phase, 2.0 * math.pi), dtype=float)
+            values_d = modulus_d * (np.cos(angle_d) + 1j * np.sin(angle_d))
+            bound = np.asarray(np.exp(log_bound), dtype=float) * spread * 1.01
+        bound += (4.0 * unit * (rel + 2.0) + 14.0 * U) * modulus_d
+        return values_d, bound
 
     # -- the bound, term by term -------------------------------------------------------------------------------
 

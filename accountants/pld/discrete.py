@@ -77,8 +77,8 @@ class LeafPld:
         total = float(np.sum(weights))
         if total <= 0.0:
             return 0.0
-        mean = float(np.dot(weights, losses)) / total
-        return float(np.dot(weights, (losses - mean) ** 2)) / total
+        mean = float(np.sum(weights * losses)) / total  # no BLAS (threads on a busy host)
+        return float(np.sum(weights * (losses - mean) ** 2)) / total
 
     @cached_property
     def _finite(self) -> tuple[np.ndarray, np.ndarray]:

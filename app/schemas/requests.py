@@ -20,8 +20,12 @@ AccountantName = Literal["best", "rdp", "tight", "paper"]
 
 _ACCOUNTANT_DOC = (
     "Which accountant answers: best (the minimum over every valid accountant; default), rdp (Rényi curve with the "
-    "improved conversion), tight (numerically tight accounting of the same mechanism), paper (the paper's own "
-    "statement, reported together with what the rigorous accountant certifies)."
+    "improved conversion), tight (exact Gaussian DP for trees of Gaussian releases; otherwise the certified "
+    "privacy-loss-distribution accountant: pessimistic discretisation, an exponentially tilted FFT composition whose "
+    "rounding, wrap-around and lost tail are bounded and added to δ, within ~1e-4 relative of the exact ε; it covers "
+    "Gaussian, Laplace and pure-DP releases, Poisson sampling under either relation and fixed-size batches under "
+    "replace-one), paper (the paper's own statement, reported together with what the rigorous accountant "
+    "certifies)."
 )
 _DELTA_DOC = "Target δ of the (ε, δ) guarantee, in the open interval (0, 1)."
 MAX_ORDERS = 200

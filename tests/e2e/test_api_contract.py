@@ -123,8 +123,8 @@ def test_calibrate_contract(http):
     assert body["utility"] is None and body["utility_reason"]
     assert body["paper"] is None and body["paper_reason"]
     assert body["conventions"]["steps"] == 14063  # ceil, stated
-    # the answer is the smallest: just below it the certified ε exceeds the target
-    below = {**MNIST, "noise_multiplier": body["noise_multiplier"] * (1 - 1e-5)}
+    # the answer is the smallest: 1e-4 below it (the tight calibration's tolerance) the certified ε exceeds the target
+    below = {**MNIST, "noise_multiplier": body["noise_multiplier"] * (1 - 1e-4)}
     assert post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": below, "delta": 1e-5}).json()["epsilon"] > 3
 
 
@@ -140,7 +140,8 @@ def test_unsupported_accountant_names_supported_ones(http):
             "/v1/privacy",
             {
                 "algorithm": "dp-sgd",
-                "params": {**MNIST, "noise_multiplier": 1.0, "neighbouring": "replace-one"},
+                # ten billion steps: a composition too wide for the PLD accountant's window, so tight steps aside
+                "params": {"dataset_size": 1000, "batch_size": 10, "steps": 10**10, "noise_multiplier": 1.0},
                 "delta": 1e-5,
                 "accountant": "tight",
             },

@@ -10,13 +10,13 @@ Batches, and the accountant for each:
 * ``sampling="poisson"``, add/remove-one: each record joins each batch independently with q = b/n.
   RDP: Mironov, Talwar & Zhang 2019 (exact, integer and fractional orders). Tight: for q = 1 (full batch) the
   composition of T Gaussians is one Gaussian with μ = √T/z, exact by the analytic Gaussian (Balle & Wang 2018);
-  for q < 1 the privacy-loss distribution of both add/remove directions, pessimistically discretised and composed
-  by FFT with bounded error (:mod:`accountants.mechanisms.poisson_gaussian_pld`): an upper bound within ~1e-3
-  relative of the exact ε.
+  for q < 1 the spine's PLD accountant (:mod:`accountants.pld`, through :mod:`accountants.tight`) on both add/remove
+  directions: a certified upper bound within ~1e-4 relative of the exact ε.
 * ``sampling="poisson"``, replace-one: RDP through the dataset without the record (Mironov 2017, Prop. 11, p = 2),
-  conservative.
+  conservative; tight: the PLD of the replace-one pair ((1−q)N(0) + qN(−C), (1−q)N(0) + qN(C)) (dp_accounting's).
 * ``sampling="fixed-size"`` (uniformly random batches of exactly b), replace-one only: RDP by Wang, Balle &
-  Kasiviswanathan 2019, Thm. 27. Shuffled or cyclic passes are *not* this: see ``dp-sgd-last-iterate``.
+  Kasiviswanathan 2019, Thm. 27; tight: the PLD of the symmetrised remove pair at γ = b/n (Balle, Barthe & Gaboardi
+  2018, Thm. 10; Zhu, Dong & Wang 2022). Shuffled or cyclic passes are *not* this: see ``dp-sgd-last-iterate``.
 
 Steps: ``steps`` as given, or from ``epochs`` as ceil(E·n/b) (TF-Privacy's rule, the conservative one; opacus uses
 floor: set ``epoch_rounding="floor"``), computed in exact decimal arithmetic.
