@@ -14,7 +14,7 @@ import pytest
 from app.jobs.store import JobStore
 
 from ..support.http import assert_problem
-from ..support.jobs import alive, body, children, wait
+from ..support.jobs import LONG, alive, body, children, wait
 from ..support.params import MNIST
 from ..support.server import start_server, stop_server, tree_cpu_seconds, wait_until_idle
 
@@ -130,7 +130,8 @@ def test_two_server_processes_run_each_job_once_and_survive_a_kill(tmp_path):
             for job_id in ids:  # every request may land on either process; each job runs once
                 done = wait(http, job_id, timeout=240)
                 assert done["status"] == "succeeded" and done["attempts"] == 1
-            long = http.post("/v1/jobs", json=body(trials=16384, seed=11)).json()
+            # ~4 s of trials (LONG: ~16 ms per block of 64): still running when the supervisor is killed below
+            long = http.post("/v1/jobs", json=body(LONG, trials=16384, seed=11)).json()
             deadline = time.monotonic() + 120
             while http.get(f"/v1/jobs/{long['id']}").json()["progress"]["completed"] < 1024:
                 assert time.monotonic() < deadline
