@@ -76,6 +76,9 @@ PROBE_MIN_KNOTS = 256
 """The probe's grid leaves at least this many knots across the widest release (its window grows instead)."""
 MAX_REFINEMENT = 64
 """Each pass's grid is at most this much finer than the previous one's."""
+TAIL_SHARE = 1e-7
+"""Each release's loss range leaves out at most this share of δ, divided by the number of releases (to the atom at
++∞, where it counts in δ)."""
 MIN_LEAF_KNOTS = 32
 """A grid that leaves fewer knots than this across the widest release is refused (its discretisation error would
 dominate the answer)."""
@@ -275,6 +278,11 @@ def _gaussian_tree_mu(event: DpEvent, inner: DpEvent) -> float:
     return gaussian_mu(inner)
 
 
+def _near(value: float, guess: float) -> bool:
+    """Whether an answer from a start is within a factor 2 of the start's ε (else the start is discarded)."""
+    return 0.5 * guess <= value <= 2.0 * guess
+
+
 def _merged(leaves: Leaves) -> Leaves:
     """Equal pairs' counts added; all plain Gaussians merged into one (μ = (Σ c μ²)^½, count 1: exact)."""
     counts: dict[DominatingPair, int] = {}
@@ -304,7 +312,7 @@ class _Passes:
         self.accuracy = accuracy
         self.delta, self.epsilon = delta, epsilon
         scale = delta if delta is not None else 1e-12
-        tail = max(min(1e-9 * scale, 1e-20) / self.steps, 1e-300)
+        tail = max(TAIL_SHARE * scale / self.steps, 1e-300)  # what is cut off goes to +∞: ≤ TAIL_SHARE·δ in all
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
         self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
         self.last_built: list[tuple[int, LeafPld]] = []
@@ -348,6 +356,8 @@ class _Passes:
                     return replace(best, passes=passes)  # no finer grid fits: the last answer stands
                 continue
             passes += 1
+            if start is not None and passes == 1 and not _near(answer.value, start[0]):
+                return self.run()  # the start was not near after all (its window misplaced): probe instead
             if best is None or answer.value < best.value:
                 best = answer  # every pass's answer is certified: the smallest is reported
             value = answer.value if self.delta is not None else float(self.epsilon or 0.0)

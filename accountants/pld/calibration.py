@@ -73,10 +73,12 @@ class _Search:
         return set(finite[-count:])
 
     def bracket(self, target: float) -> tuple[float | None, float | None]:
-        """The largest infeasible and the smallest feasible noise evaluated so far."""
+        """The smallest feasible noise evaluated so far, and the largest infeasible one below it (a certified ε is
+        monotone in σ only up to its accuracy: an infeasible noise above a feasible one is not a bracket end)."""
         feasible = [s for s, e in self.values.items() if e <= target]
-        infeasible = [s for s, e in self.values.items() if e > target]
-        return (max(infeasible) if infeasible else None), (min(feasible) if feasible else None)
+        hi = min(feasible) if feasible else None
+        infeasible = [s for s, e in self.values.items() if e > target and (hi is None or s < hi)]
+        return (max(infeasible) if infeasible else None), hi
 
 
 def calibrate_pld(
