@@ -419,6 +419,7 @@ def _openapi(args: argparse.Namespace) -> int:
         answers = asyncio.run(_example_answers())
         text = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
         examples.RESPONSE_EXAMPLES_FILE.write_text(text, encoding="utf-8")
+        examples.recorded_answers.cache_clear()  # the document below shows the answers just recorded
     text = json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
