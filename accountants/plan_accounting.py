@@ -24,7 +24,6 @@ from .reports import AccountantResult, RdpCurve, not_asked
 from .tight import tight_calibration, tight_epsilon
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
-NOT_GAUSSIAN = "no tight accountant reads this plan: rdp applies"
 
 PlanAt = Callable[[float], MechanismPlan]
 """Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.as_noise`)."""
@@ -48,7 +47,7 @@ def account_plan(
     accountant: str = "best",
     orders: np.ndarray | None = None,
     refine: bool = True,
-    tight_reason: str = NOT_GAUSSIAN,
+    tight_reason: str | None = None,
 ) -> PlanAccounting:
     """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight."""
     accounted = plan.accounted_delta(delta)
@@ -56,13 +55,16 @@ def account_plan(
     return PlanAccounting(conversion, (rdp_result(conversion), _tight(plan, accounted, accountant, tight_reason)))
 
 
-def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str) -> AccountantResult:
+def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str | None) -> AccountantResult:
     if accountant == "rdp":
         return not_asked()
     result = tight_epsilon(plan.event, plan.neighbouring, accounted)
-    if not result.applicable and tight_reason != NOT_GAUSSIAN:
-        return AccountantResult.not_applicable("tight", f"{tight_reason} ({result.reason})")
-    return result
+    return result if result.applicable else _not_applicable(result.reason or "", tight_reason)
+
+
+def _not_applicable(reason: str, tight_reason: str | None) -> AccountantResult:
+    """Why tight does not apply: the spine's reason, after the family's own words where it gives them."""
+    return AccountantResult.not_applicable("tight", reason if tight_reason is None else f"{tight_reason} ({reason})")
 
 
 def calibrate_plan(
@@ -72,7 +74,7 @@ def calibrate_plan(
     knob: Knob,
     accountant: str = "best",
     orders: np.ndarray | None = None,
-    tight_reason: str = NOT_GAUSSIAN,
+    tight_reason: str | None = None,
 ) -> tuple[AccountantResult, AccountantResult]:
     """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
     the knob in its own units. Raises :class:`CalibrationError` where rdp cannot meet the target."""
@@ -93,7 +95,7 @@ def calibrate_plan(
             lambda noise: plan_at(noise).event, reference.neighbouring, accounted, target, found.noise, knob.field
         )
     except CalibrationError as error:
-        return rdp, AccountantResult.not_applicable("tight", str(error))
+        return rdp, _not_applicable(str(error), tight_reason)
     return rdp, replace(tight, calibrated_value=knob.from_noise(noise))
 
 

@@ -25,7 +25,7 @@ from . import gdp
 from .errors import ParameterError
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import NOT_GAUSSIAN, account_plan, calibrate_plan, rdp_curve
+from .plan_accounting import account_plan, calibrate_plan, rdp_curve
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import Accounted, CalibrationReport, Conventions, Noise, PrivacyReport, UtilityReport, choose_accountant
 
@@ -58,9 +58,10 @@ class PlannedFamily(AlgorithmFamily[P]):
         """The noise in both units at knob ``value`` (None where the knob is not a noise scale)."""
         return None
 
-    def tight_reason(self, plan: MechanismPlan) -> str:
-        """Why ``tight`` does not apply to a plan that is not a tree of Gaussian releases."""
-        return NOT_GAUSSIAN
+    def tight_reason(self, plan: MechanismPlan) -> str | None:
+        """The family's words for why ``tight`` may not apply to its plan, put before the spine's reason where it
+        does not (None: the spine's reason alone)."""
+        return None
 
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         self.parse(params)

@@ -14,14 +14,12 @@ Families call :func:`tight_epsilon` and :func:`tight_calibration` with their eve
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from . import gdp
 from .calibration import calibrate
 from .errors import CalibrationError, ParameterError
 from .events import DpEvent
-from .mechanisms.gaussian import gdp_epsilon
 from .pld import PldAccountant, PldAnswer
 from .pld.calibration import calibrate_pld
 from .rdp import Neighbouring, UnsupportedEventError
@@ -51,8 +49,7 @@ def pld_method(answer: PldAnswer, neighbouring: Neighbouring) -> str:
 def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> AccountantResult:
     """ε at δ from the tight accountant: exact GDP, certified PLD, or not applicable with the reason."""
     if gdp.is_gaussian(event):
-        mu = gdp.gdp_mu(event)
-        return AccountantResult("tight", True, gdp_epsilon(mu, delta), "exact", GDP_METHOD, kind=Guarantee.EXACT)
+        return AccountantResult("tight", True, gdp.epsilon(event, delta), "exact", GDP_METHOD, kind=Guarantee.EXACT)
     try:
         answer = PldAccountant(neighbouring).epsilon(event, delta)
     except UnsupportedEventError as error:
@@ -84,7 +81,5 @@ def tight_calibration(
         found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter)
     except UnsupportedEventError as error:
         raise CalibrationError(f"no PLD for this plan: {error}") from error
-    if not math.isfinite(found.answer.value):
-        raise CalibrationError("the PLD accountant certifies no finite ε for this target")
     method = pld_method(found.answer, neighbouring)
     return found.noise, AccountantResult.certified("tight", found.answer.value, method)

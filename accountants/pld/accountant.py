@@ -20,11 +20,12 @@ event                                                  pair(s)
 Under add/remove, every release of a composition sees the same ordered pair of datasets, so the composition is
 accounted once with every leaf's remove pair and once with every add pair, and δ is the larger (ZDW22).
 
-Each direction is computed in passes on finer and finer grids (:func:`plan_passes`): a probe on ~2,000 knots per leaf
-locates the answer and the tilt; each next pass uses a grid up to 16× finer and a window around the previous answer,
+Each direction is computed in passes on finer and finer grids (``_Passes``): a probe on ~2,000 knots per leaf
+locates the answer and the tilt; each next pass uses a grid up to 64× finer and a window around the previous answer,
 until the grid the answer needs. That grid follows the answer: the connect-the-dots error of T compositions grows
-like T·Δ² (and like Δ for few), so Δ = min(10⁻⁴, √(τε/(2T)), 8τε) with the relative accuracy τ (default 5·10⁻⁵),
-never more than ``max_points`` knots across the window (Δ is enlarged instead, and reported).
+like T·Δ² (and like Δ for few), so Δ = min(10⁻⁴, √(τε/(2T)), 8τε) with the relative accuracy τ (default 10⁻⁴),
+rounded down to a power of 2^(1/8), never more than ``max_points`` knots across the window (Δ is enlarged instead,
+and reported).
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class PldAnswer:
     error_allowance: float
     directions: int = 1
     passes: int = 1
-    by_direction: tuple[tuple[float, float], ...] = ()
-    """Each direction's (value, grid): where a nearby query (calibration) may start."""
+    by_direction: tuple[float, ...] = ()
+    """Each direction's value: where a nearby query (calibration) may start."""
 
 
 @dataclass
@@ -158,12 +159,13 @@ class PldAccountant:
         """Certified upper bound on the smallest ε with δ(ε) ≤ ``delta`` (the worse direction).
 
         ``near``: an answer for a nearby event of the same shape (e.g. another noise in a calibration); each
-        direction then starts on its grid around its value instead of probing (same guarantee, less work)."""
+        direction then starts around its value, on the grid that value asks for, instead of probing (same guarantee,
+        less work)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
-        starts: list[tuple[float, float] | None] = [None] * len(directions)
+        starts: list[float | None] = [None] * len(directions)
         if near is not None and len(near.by_direction) == len(directions):
-            starts = [(value, grid) if math.isfinite(value) else None for value, grid in near.by_direction]
+            starts = [value if math.isfinite(value) else None for value in near.by_direction]
         answers = [
             _Passes(direction, self.accuracy, delta=d).run(start)
             for direction, start in zip(directions, starts, strict=True)
@@ -177,13 +179,13 @@ class PldAccountant:
                 f"> {worst.error_allowance:.3g}",
                 delta,
             )
-        by_direction = tuple((a.value, a.grid) for a in answers)
+        by_direction = tuple(a.value for a in answers)
         return replace(worst, directions=len(answers), by_direction=by_direction)
 
     def delta(self, event: DpEvent, epsilon: float) -> PldAnswer:
         """Certified upper bound on δ(ε) (the worse direction)."""
         e = check.non_negative("epsilon", epsilon)
-        answers = [self._direction_delta(direction, e) for direction in self.directions(event)]
+        answers = [_Passes(direction, self.accuracy, epsilon=e).run() for direction in self.directions(event)]
         worst = max(answers, key=lambda a: a.value)
         return replace(worst, directions=len(answers))
 
@@ -237,11 +239,6 @@ class PldAccountant:
                 return ReplaceOnePoissonPair(event.sampling_rate, 1.0 / mu)
             base = GaussianPair(mu)
         return _SampledPair(base, event.sampling_rate)
-
-    # -- one direction ---------------------------------------------------------------------------------------
-
-    def _direction_delta(self, direction: _Direction, epsilon: float) -> PldAnswer:
-        return _Passes(direction, self.accuracy, epsilon=epsilon).run()
 
 
 @dataclass(frozen=True)
@@ -318,15 +315,16 @@ class _Passes:
         self.last_built: list[tuple[int, LeafPld]] = []
         self.log_mgf: LogMgf | None = None
 
-    def run(self, start: tuple[float, float] | None = None) -> PldAnswer:
-        """Probe, then refine; or, from ``start`` = (a nearby ε, a grid), a first pass on that grid around it
-        (calibration: the answer at a nearby noise already knows the grid and where the answer lies)."""
+    def run(self, start: float | None = None) -> PldAnswer:
+        """Probe, then refine; or, from ``start`` (a nearby ε), a first pass around it on the grid it asks for
+        (calibration: the answer at a nearby noise already knows where the answer lies). A start whose answer is
+        not within a factor 2 of it is discarded for a probe."""
         grid = self.widest / PROBE_KNOTS
         hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
         last_grid = math.inf
         if start is not None:
             self._build(grid * PROBE_KNOTS / START_KNOTS)  # K(θ) tabulated on coarse leaves (no composition)
-            guess = start[0]
+            guess = start
             target = self._target_grid(guess)
             grid = grid if grid <= target * 1.25 else target  # the grid a probe would have led to
             hint, last_grid = (guess, max(0.0, START_LOW * guess - 4.0 * grid)), grid * 2.0
@@ -356,7 +354,7 @@ class _Passes:
                     return replace(best, passes=passes)  # no finer grid fits: the last answer stands
                 continue
             passes += 1
-            if start is not None and passes == 1 and not _near(answer.value, start[0]):
+            if start is not None and passes == 1 and not _near(answer.value, start):
                 return self.run()  # the start was not near after all (its window misplaced): probe instead
             if best is None or answer.value < best.value:
                 best = answer  # every pass's answer is certified: the smallest is reported

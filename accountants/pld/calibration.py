@@ -130,7 +130,7 @@ def _near_target(accountant: PldAccountant, event: DpEvent, target: float) -> Pl
     """A stand-in answer that starts each direction's window around the target (no probe pass)."""
     directions = len(accountant.directions(event))
     guess = NEAR_TARGET * target
-    return PldAnswer(guess, 0.0, 0, 0.0, 0.0, directions, by_direction=((guess, 0.0),) * directions)
+    return PldAnswer(guess, 0.0, 0, 0.0, 0.0, directions, by_direction=(guess,) * directions)
 
 
 def _next_root(search: _Search, target: float, step: float) -> float:

@@ -86,18 +86,6 @@ class LogMgf:
         fine = np.linspace(thetas[max(best - 1, 0)], thetas[min(best + 1, thetas.size - 1)], 33)
         return float(fine[int(np.argmin(self(fine) - fine * epsilon))])
 
-    def log_tilted_tail(self, top: float, theta: float, k_theta: float) -> float:
-        """log bound on the θ-tilted mass at or above ``top``: min_{θ′>θ} K(θ′) − K(θ) − (θ′ − θ)·top."""
-        above = self.thetas > theta
-        if not above.any():
-            return 0.0
-        return min(0.0, float(np.min(self.values[above] - self.thetas[above] * top)) - k_theta + theta * top)
-
-    def log_mass_above(self, top: float) -> float:
-        """log bound on P(S ≥ top): min_{θ′≥0} K(θ′) − θ′·top."""
-        usable = self.thetas >= 0
-        return min(0.0, float(np.min(self.values[usable] - self.thetas[usable] * top)))
-
     def log_mass_below(self, bottom: float) -> float:
         """log bound on P(S < bottom): min_{θ′≤0} K(θ′) − θ′·bottom."""
         usable = self.thetas <= 0
