@@ -46,6 +46,8 @@ from .discrete import LeafPld, U
 DROPPED_LOG_MODULUS = -60.0
 """Frequency bins whose composed modulus is below e^{−60} are set to 0 (their error is counted)."""
 SUM_MARGIN = 1e-12
+EXPONENT_CAP = 600.0
+"""Exponents of the suffix sums that locate ε(δ) are capped here (e^600·2^21 < the largest double)."""
 """Relative allowance for the rounding of a (pairwise) sum of non-negative terms."""
 _CHERNOFF_TILTS = np.array([0.8, 1.0, 1.25])
 
@@ -237,23 +239,24 @@ class TiltedComposition:
         """Locate the answer on the knots with suffix sums, then solve between two knots (not yet verified).
 
         δ restricted to knots j… is A_j − e^ε·B_j with A_j = Σ_{i≥j} a_i and B_j = Σ_{i≥j} a_i e^{−L_i}; B is kept
-        as log B, summed linearly under a shift when the window's losses above ``start`` span less than 700 (no
-        overflow), in log space otherwise."""
-        log_w = np.minimum(self.log_scale - self.theta * self.losses, 700.0)
-        a = self.tilted * np.exp(log_w) * self.rounding
+        as log B, summed linearly under a shift when the window's losses above ``start`` span less than
+        :data:`EXPONENT_CAP` (each factor's exponent capped there, so no sum of at most 2^21 terms overflows), in log
+        space otherwise. Only a locator: the answer is certified by :meth:`_verified`."""
+        log_w = self.log_scale - self.theta * self.losses
+        a = self.tilted * np.exp(np.minimum(log_w, EXPONENT_CAP)) * self.rounding
         suffix_a = np.cumsum(a[::-1])[::-1]
         first = int(np.searchsorted(self.losses, start, side="right"))
         shift = float(self.losses[-1])
         with np.errstate(divide="ignore"):
-            if shift - start <= 700.0:
-                b = a * np.exp(np.minimum(shift - self.losses, 700.0))
+            if shift - start <= EXPONENT_CAP:
+                b = self.tilted * np.exp(np.minimum(log_w + shift - self.losses, EXPONENT_CAP)) * self.rounding
                 log_suffix_b = np.log(np.cumsum(b[::-1])[::-1]) - shift
             else:
                 log_suffix_b = np.logaddexp.accumulate((np.log(a) - self.losses)[::-1])[::-1]
         n = self.losses.size
 
         def value(eps: float, j: int) -> float:  # terms with index ≥ j, i.e. losses ≥ losses[j]
-            main = suffix_a[j] - math.exp(min(eps + float(log_suffix_b[j]), 700.0)) if j < n else 0.0
+            main = suffix_a[j] - math.exp(min(eps + float(log_suffix_b[j]), EXPONENT_CAP)) if j < n else 0.0
             return main + self.error_terms(eps)
 
         lo, hi = first - 1, n - 1  # value(losses[hi]) ≤ δ (checked by the caller); δ(start) > δ

@@ -219,3 +219,18 @@ def test_extreme_values_answer_or_name_the_reason(q, z, steps):
             assert error.issues[0].field == "event"
         else:
             assert math.isfinite(value) and 0.0 <= value <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("q", "z", "steps", "delta"),
+    [
+        (29806727 / 634485894, 0.4548396514360427, 498, 5.002567439723329e-200),
+        (90791 / 343907213, 0.4298, 288, 1.9e-280),
+    ],
+)
+def test_tiny_delta_wide_window_locates_without_overflow(q, z, steps, delta):
+    """The suffix sums that locate ε(δ) once overflowed (a·e^{shift−L} with both factors capped at e^700) on such
+    windows; the property test found it. Warnings are errors in the suite: the answer comes out finite and positive
+    with no overflow on the way."""
+    ours = poisson_gaussian_pld_epsilon(q, z, steps, delta)
+    assert math.isfinite(ours) and ours > 0.0
