@@ -113,6 +113,29 @@ class PureDpEvent(DpEvent):
 
 
 @dataclass(frozen=True)
+class RandomizedResponseEvent(DpEvent):
+    """k-ary randomized response (dp_accounting's ``RandomizedResponseDpEvent``): with probability
+    ``noise_parameter`` p the output is a uniformly random one of ``num_buckets`` k values, else the true value.
+
+    It is ε-DP with ε = log(1 + k(1 − p)/p) (the ratio (1 − p + p/k)/(p/k)) under a change of one record's value;
+    the accountants treat it as that pure-ε release (exact for k = 2, an upper bound for k > 2)."""
+
+    noise_parameter: float
+    num_buckets: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_parameter", check.probability("noise_parameter", self.noise_parameter))
+        object.__setattr__(self, "num_buckets", check.positive_int("num_buckets", self.num_buckets))
+        if self.num_buckets < 2:
+            raise ParameterError.single("num_buckets", "must be >= 2", ">= 2", self.num_buckets)
+
+    @property
+    def epsilon(self) -> float:
+        p, k = self.noise_parameter, self.num_buckets
+        return math.log1p(k * (1.0 - p) / p)
+
+
+@dataclass(frozen=True)
 class BoundedRangeEvent(DpEvent):
     """A mechanism with ``bounded_range`` η (its privacy loss lies in an interval of width η for every neighbouring
     pair, e.g. an exponential mechanism; Durfee & Rogers 2019) that is also ``epsilon``-DP (η-bounded range implies
@@ -147,6 +170,40 @@ def leaves(event: DpEvent, count: int = 1) -> list[tuple[int, DpEvent]]:
     if isinstance(event, ComposedEvent):
         return [item for e in event.events for item in leaves(e, count)]
     return [(count, event)]
+
+
+def release_count(event: DpEvent) -> int:
+    """How many releases the tree makes (a composition's leaves, each counted as often as it runs)."""
+    return sum(count for count, _ in leaves(event))
+
+
+def prefix(event: DpEvent, releases: int) -> DpEvent | None:
+    """The tree cut after its first ``releases`` releases in execution order (children of a sequence in order, the
+    runs of a repeated event one after the other); None for zero releases. ε over training is the ε of prefixes."""
+    if releases <= 0:
+        return None
+    if isinstance(event, SelfComposedEvent):
+        size = release_count(event.event)
+        whole, rest = divmod(min(releases, size * event.count), size)
+        parts: list[DpEvent] = []
+        if whole:
+            parts.append(event.event if whole == 1 else SelfComposedEvent(event.event, whole))
+        tail = prefix(event.event, rest)
+        if tail is not None:
+            parts.append(tail)
+        return parts[0] if len(parts) == 1 else ComposedEvent(tuple(parts))
+    if isinstance(event, ComposedEvent):
+        kept: list[DpEvent] = []
+        left = releases
+        for inner in event.events:
+            if left <= 0:
+                break
+            part = prefix(inner, left)
+            if part is not None:
+                kept.append(part)
+            left -= release_count(inner)
+        return kept[0] if len(kept) == 1 else ComposedEvent(tuple(kept))
+    return event
 
 
 def non_gaussian_leaf(event: DpEvent) -> DpEvent | None:

@@ -25,10 +25,12 @@ import numpy as np
 
 from . import validation as check
 from .conversions import DEFAULT_ORDERS, order_grid
-from .errors import ParameterError, UnsupportedAccountantError
+from .errors import CalibrationError, ParameterError, UnsupportedAccountantError
+from .knobs import KNOBS, integer_boundary
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
-from .reports import CalibrationReport, PrivacyReport, UtilityReport
+from .reports import Beyond, CalibrationReport, CurvePoint, PrivacyReport, UtilityReport, calibration_of
+from .statement import privacy_statement
 from .verification import simulator_for
 
 if TYPE_CHECKING:
@@ -179,6 +181,9 @@ class AlgorithmFamily(ABC, Generic[P]):
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
     parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
+    integer_knobs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Integer hyperparameters :meth:`calibrate` can calibrate besides the privacy knob (e.g. ``epochs``), each with
+    the fields it excludes (``steps`` for ``epochs``): the largest value meeting the target at the given noise."""
 
     @property
     def simulator(self) -> Simulator[Any, Any] | None:
@@ -263,13 +268,20 @@ class AlgorithmFamily(ABC, Generic[P]):
         accountant: str = "best",
         orders: Sequence[float] | np.ndarray | None = None,
         refine: bool = True,
+        checkpoints: object = None,
+        statement: bool = False,
     ) -> PrivacyReport:
-        """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant."""
+        """ε at ``delta`` for these hyperparameters (noise included), from every applicable accountant; with
+        ``checkpoints`` (:func:`~accountants.checkpoints.checkpoint_steps`) also ε after each, and with
+        ``statement`` the privacy statement."""
         p = self.parse(params)
         self.check_accountant(accountant)
         query = PrivacyQuery(p, check.delta("delta", delta), accountant, order_grid(orders, default=None), refine)
         report = self._privacy(query)
-        return _with_warnings(report, (), self._delta_warnings(report.delta, p))
+        if checkpoints is not None:
+            report = dataclasses.replace(report, curve=self._curve(query, checkpoints))
+        report = _with_warnings(report, (), self._delta_warnings(report.delta, p))
+        return self._stated(report, statement)
 
     def calibrate(
         self,
@@ -278,9 +290,16 @@ class AlgorithmFamily(ABC, Generic[P]):
         delta: float,
         accountant: str = "best",
         orders: Sequence[float] | np.ndarray | None = None,
+        calibrate: str | None = None,
+        statement: bool = False,
     ) -> CalibrationReport:
         """The smallest noise (or other privacy knob) meeting (target_epsilon, delta); a knob given in ``params``
-        is ignored, with a warning."""
+        is ignored, with a warning. ``calibrate`` names another knob (:attr:`integer_knobs`, e.g. ``epochs``): its
+        largest value meeting the target at the noise given in ``params``."""
+        if calibrate is not None and calibrate != self.calibrated_parameter:
+            return self._stated(
+                self._calibrate_integer(params, calibrate, target_epsilon, delta, accountant, orders), statement
+            )
         p = self.parse(params)
         given = [name for name in self.noise_fields if getattr(p, name, None) is not None]
         if given:
@@ -291,7 +310,69 @@ class AlgorithmFamily(ABC, Generic[P]):
         report = self._calibrate(query)
         names = " and ".join(given)
         ignored = f"the {names} given in params was ignored: calibration computes {self.calibrated_parameter}"
-        return _with_warnings(report, (ignored,) if given else (), self._delta_warnings(report.delta, p))
+        report = _with_warnings(report, (ignored,) if given else (), self._delta_warnings(report.delta, p))
+        return self._stated(report, statement)
+
+    def _stated(self, report: Report, statement: bool) -> Report:
+        if not statement:
+            return report
+        return dataclasses.replace(report, statement=privacy_statement(report, f"{self.id} with these hyperparameters"))
+
+    def _calibrate_integer(
+        self,
+        params: Mapping[str, Any] | ParamsModel,
+        field: str,
+        target_epsilon: float,
+        delta: float,
+        accountant: str,
+        orders: Sequence[float] | np.ndarray | None,
+    ) -> CalibrationReport:
+        """The largest value of the integer knob ``field`` whose ε ≤ target at the given noise; the value one beyond
+        is shown to exceed it (:func:`~accountants.knobs.integer_boundary`; from the rdp answer where a tighter
+        accountant is asked for)."""
+        if field not in self.integer_knobs:
+            allowed = "one of: " + ", ".join((self.calibrated_parameter, *self.integer_knobs))
+            raise ParameterError.single("calibrate", f"{self.id} cannot calibrate {field!r}", allowed, field)
+        given = dict(params.model_dump() if isinstance(params, ParamsModel) else params)
+        if given.get(field) is None:  # the knob is what is asked for: a placeholder until the search sets it
+            given = given | dict.fromkeys(self.integer_knobs[field]) | {field: 1}
+        base = self.parse(given).model_dump()
+        target = check.positive("target_epsilon", target_epsilon)
+        self.check_accountant(accountant)
+        self.privacy(base, delta, "rdp", orders)  # the noise and every other field are checked before the search
+
+        def at(value: int) -> dict[str, Any]:
+            return base | dict.fromkeys(self.integer_knobs[field]) | {field: value}
+
+        def epsilon_at(name: str) -> Any:
+            def epsilon(value: int) -> float:
+                try:
+                    return self.privacy(at(value), delta, name, orders).epsilon
+                except ParameterError:
+                    return float("inf")  # outside the field's valid range (e.g. a batch larger than the dataset)
+
+            return epsilon
+
+        rule, start = KNOBS[field], None
+        high = int(rule.maximum)
+        if accountant != "rdp":
+            try:
+                start = integer_boundary(epsilon_at("rdp"), target, 1, high, False, None, field).value
+            except CalibrationError:
+                start = None
+        found = integer_boundary(epsilon_at(accountant), target, 1, high, False, start, field)
+        report = self.privacy(at(found.value), delta, accountant, orders)
+        beyond = None
+        if found.beyond is not None and found.beyond_epsilon is not None and found.beyond_epsilon < float("inf"):
+            beyond = Beyond(found.beyond, found.beyond_epsilon, report.accountant)
+        reason = f"the calibration of {field} reports the privacy answer at it (utility: POST /v1/utility)"
+        return calibration_of(report, target, field, found.value, beyond=beyond, reason=reason)
+
+    def _curve(self, query: PrivacyQuery[P], checkpoints: object) -> tuple[CurvePoint, ...]:
+        """ε after each checkpoint (ε over training), where the family offers it."""
+        raise ParameterError.single(
+            "checkpoints", f"ε over training is not offered for {self.id} (it is for dp-sgd and /v1/compose)", None
+        )
 
     def _delta_warnings(self, delta: float, params: ParamsModel) -> tuple[str, ...]:
         """δ ≥ 1/n permits a mechanism that publishes a random record in the clear: say so."""

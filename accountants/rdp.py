@@ -18,6 +18,7 @@ event                                         Rényi curve ε(α)
 ``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
                                               mechanism at every order (Kairouz, Oh & Viswanath 2015;
                                               :func:`~accountants.mechanisms.pure_composition.pure_dp_rdp`)
+``RandomizedResponseEvent(p, k)``             the same at its ε = log(1 + k(1 − p)/p) (exact for k = 2)
 ``BoundedRangeEvent(η, ε)``                   min(RDP of ε-DP, αη²/8) (Cesar & Rogers 2021, Lemma 3.2)
 ``ZCdpEvent(ρ, ξ)``                           ξ + ρα         (:mod:`~accountants.mechanisms.pure`)
 ``SelfComposedEvent(e, k)``                   k·ε_e(α)
@@ -46,6 +47,7 @@ from .events import (
     LaplaceEvent,
     PoissonSampledEvent,
     PureDpEvent,
+    RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     ZCdpEvent,
@@ -123,7 +125,7 @@ class RdpAccountant:
         if isinstance(event, LaplaceEvent):
             scale = event.noise_multiplier
             return [(count, lambda a: laplace_rdp(scale, a))]
-        if isinstance(event, PureDpEvent):
+        if isinstance(event, PureDpEvent | RandomizedResponseEvent):
             eps = event.epsilon
             return [(count, lambda a: pure_dp_rdp(eps, a))]
         if isinstance(event, BoundedRangeEvent):

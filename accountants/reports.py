@@ -264,6 +264,26 @@ class PaperCalibration:
         return cls(source, None, epsilon_claimed, None, None, False, reason)
 
 
+@dataclass(frozen=True)
+class CurvePoint:
+    """ε after ``steps`` steps (a checkpoint of the run), from ``accountant``."""
+
+    steps: int
+    epochs: float | None
+    epsilon: float
+    accountant: str
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """For a calibrated integer (steps, epochs, a count): the value one step beyond the answer and its ε, which
+    exceeds the target (smallest noise-like values: one step below)."""
+
+    value: float
+    epsilon: float
+    accountant: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Answer:
     """What every privacy answer holds: ε at δ from the chosen accountant, every accountant's answer, the Rényi
@@ -283,6 +303,10 @@ class Answer:
     bounds: tuple[BoundResult, ...] = ()
     releases: tuple[Release, ...] = ()
     """The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."""
+    curve: tuple[CurvePoint, ...] = ()
+    """ε at each requested checkpoint (ε over training), where asked for."""
+    statement: str | None = None
+    """The privacy statement in plain language, where asked for."""
 
     @property
     def required_noise(self) -> Noise:
@@ -313,6 +337,8 @@ class CalibrationReport(Answer):
     calibrated_value: float
     recommended: tuple[Recommendation, ...] = ()
     """Hyperparameters recommended for this target (by the paper or dpcal), with their rules."""
+    beyond: Beyond | None = None
+    """For an integer calibrated parameter: the next value and its ε (above the target)."""
 
 
 @dataclass(frozen=True)
@@ -394,3 +420,39 @@ class Accounted:
             calibrated_value=calibrated_value,
             recommended=tuple(recommended),
         )
+
+
+def calibration_of(
+    answer: PrivacyReport,
+    target_epsilon: float,
+    parameter: str,
+    value: float,
+    *,
+    chosen: AccountantResult | None = None,
+    accountants: Sequence[AccountantResult] | None = None,
+    beyond: Beyond | None = None,
+    reason: str,
+) -> CalibrationReport:
+    """The calibration answer made of the privacy answer at the calibrated ``value`` of ``parameter`` (a knob other
+    than a family's own, or a composition's field): ``chosen`` and ``accountants`` replace the answer's where the
+    calibration has its own (each accountant's calibrated value); ``reason`` says why there is no utility or paper
+    calibration."""
+    values = {f.name: getattr(answer, f.name) for f in fields(Answer)}
+    if accountants is not None:
+        values["accountants"] = tuple(accountants)
+    if chosen is not None and chosen.epsilon is not None:
+        values["epsilon"], values["accountant"] = chosen.epsilon, chosen.name
+    noise = answer.noise
+    return CalibrationReport(
+        **values,
+        target_epsilon=target_epsilon,
+        noise_multiplier=value if parameter == "noise_multiplier" else (noise.noise_multiplier if noise else None),
+        noise_std=noise.noise_std if noise is not None else None,
+        utility=None,
+        utility_reason=reason,
+        paper=None,
+        paper_reason=reason,
+        calibrated_parameter=parameter,
+        calibrated_value=value,
+        beyond=beyond,
+    )

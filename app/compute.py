@@ -48,8 +48,8 @@ class AnswerCache:
         self._items: OrderedDict[str, Any] = OrderedDict()
 
     @staticmethod
-    def key(operation: Operation, body: dict[str, Any]) -> str:
-        return operation.value + json.dumps(body, sort_keys=True, separators=(",", ":"))
+    def key(kind: str, body: dict[str, Any]) -> str:
+        return kind + json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     def get(self, key: str) -> Any | None:
         if key in self._items:
@@ -94,26 +94,45 @@ class Compute:
         """``family.<operation>(*args)``: from the cache, in the thread pool (cheap) or in its own process (heavy).
 
         ``body`` (the validated request) keys the cache; ``args[0]`` are the hyperparameters."""
-        key = AnswerCache.key(operation, body.model_dump(mode="json"))
+        accountant = getattr(body, "accountant", "best")
+        return await self.call(
+            request,
+            operation.value + "/" + family.id,
+            body,
+            lambda: family.cost(operation, args[0], accountant),  # validates the parameters: microseconds
+            worker.family_operation,
+            (family.id, operation.value, *args),
+        )
+
+    async def call(
+        self,
+        request: Request,
+        kind: str,
+        body: Any,
+        cost: Callable[[], Cost],
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+    ) -> Any:
+        """``function(*args)`` (a module-level function, so a heavy call can run in another process): from the cache
+        (keyed by ``kind`` and the validated ``body``), in the thread pool if ``cost()`` is cheap, else in a process
+        of its own with the time budget."""
+        key = AnswerCache.key(kind, body.model_dump(mode="json"))
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        accountant = getattr(body, "accountant", "best")
-        cost = family.cost(operation, args[0], accountant)  # validates the parameters: microseconds
-        method: Callable[..., Any] = getattr(family, operation.value)
-        if cost is Cost.CHEAP:
-            report = await run_in_threadpool(method, *args)
+        if cost() is Cost.CHEAP:
+            report = await run_in_threadpool(function, *args)
         else:
-            report = await self._heavy(request, family.id, operation, args)
+            report = await self._heavy(request, function, args)
         self.cache.put(key, report)
         return report
 
-    async def _heavy(self, request: Request, algorithm: str, operation: Operation, args: tuple[Any, ...]) -> Any:
+    async def _heavy(self, request: Request, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         slot = self.slots.try_acquire()
         if slot is None:
             raise busy(self.settings)
         try:
-            running = await run_in_threadpool(self._start, algorithm, operation, args)
+            running = await run_in_threadpool(self._start, function, args)
             answered = False
             try:
                 status, value = await self._wait(request, running)
@@ -126,11 +145,10 @@ class Compute:
             raise value
         return value
 
-    def _start(self, algorithm: str, operation: Operation, args: tuple[Any, ...]) -> _Running:
+    def _start(self, function: Callable[..., Any], args: tuple[Any, ...]) -> _Running:
         receiver, sender = self._context.Pipe(duplex=False)
-        process = self._context.Process(
-            target=worker.answer, args=(sender, algorithm, operation.value, args), name=f"dpcal-{operation.value}"
-        )
+        name = f"dpcal-{getattr(function, '__name__', 'answer')}"
+        process = self._context.Process(target=worker.answer, args=(sender, function, args), name=name)
         process.start()
         sender.close()
         return _Running(process, receiver)

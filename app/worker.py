@@ -8,9 +8,11 @@ its pipe, and exits; the service kills it when the request's budget runs out or 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+import accountants.pipeline  # noqa: F401  (compositions answered here are preloaded in the fork server)
 from accountants import registry
 
 from .host import exit_with_parent
@@ -32,11 +34,16 @@ def pin_blas_threads() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def answer(connection: Connection, algorithm: str, operation: str, args: tuple[Any, ...]) -> None:
-    """Run ``registry.get(algorithm).<operation>(*args)`` and send ("ok", report) or ("error", exception)."""
+def family_operation(algorithm: str, operation: str, *args: Any) -> Any:
+    """``registry.get(algorithm).<operation>(*args)``."""
+    return getattr(registry.get(algorithm), operation)(*args)
+
+
+def answer(connection: Connection, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Run ``function(*args)`` and send ("ok", report) or ("error", exception)."""
     exit_with_parent(os.getppid())  # the fork server, which ends with the service
     try:
-        outcome: tuple[str, Any] = ("ok", getattr(registry.get(algorithm), operation)(*args))
+        outcome: tuple[str, Any] = ("ok", function(*args))
     except Exception as error:
         outcome = ("error", error)
     try:

@@ -9,8 +9,9 @@ event                                                  pair(s)
 =====================================================  ==============================================================
 ``GaussianEvent(z)``                                   N(1/z, 1) vs N(0, 1); a tree of Gaussians is merged into one
 ``LaplaceEvent(b)``                                    Lap(1, b) vs Lap(0, b)
-``PureDpEvent(ε)``, ``BoundedRangeEvent(η, ε)``        randomized response with ε (sound for any ε-DP release; not
-                                                       tight for bounded range, whose own accountant is)
+``PureDpEvent(ε)``, ``BoundedRangeEvent(η, ε)``,       randomized response with ε (sound for any ε-DP release; not
+``RandomizedResponseEvent``                            tight for bounded range, whose own accountant is, nor for
+                                                       k-ary randomized response with k > 2)
 ``PoissonSampledEvent(q, Gaussian… | Laplace)``        add/remove: the remove pair and, separately, the add pair;
                                                        replace-one (Gaussian only): the replace pair
 ``SampledWithoutReplacementEvent(n, m, Gaussian…)``    replace-one only: the symmetrized remove pair at γ = m/n
@@ -46,6 +47,7 @@ from ..events import (
     LaplaceEvent,
     PoissonSampledEvent,
     PureDpEvent,
+    RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     gaussian_mu,
@@ -210,7 +212,7 @@ class PldAccountant:
             yield count, GaussianPair(1.0 / event.noise_multiplier)
         elif isinstance(event, LaplaceEvent):
             yield count, LaplacePair(event.noise_multiplier)
-        elif isinstance(event, PureDpEvent | BoundedRangeEvent):
+        elif isinstance(event, PureDpEvent | BoundedRangeEvent | RandomizedResponseEvent):
             yield count, RandomizedResponsePair(float(event.epsilon or 0.0))
         elif isinstance(event, PoissonSampledEvent):
             yield count, self._poisson(event)

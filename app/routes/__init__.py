@@ -1,6 +1,6 @@
 """The routes of the service, one module per resource: ``accounting`` (privacy, calibration, utility),
-``algorithms``, ``jobs`` and ``service`` (health); ``examples`` and ``responses`` hold what the OpenAPI document
-shows of them.
+``compose`` (compositions), ``algorithms``, ``jobs`` and ``service`` (health); ``examples`` and ``responses`` hold
+what the OpenAPI document shows of them.
 
 Request bodies are unions over the registered families, so the routes that take one are built with the app
 (:func:`include`), after every family is registered.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from ..schemas import CALIBRATE_FIELDS, PRIVACY_FIELDS, UTILITY_FIELDS, RequestBody, job_fields
-from . import accounting, algorithms, jobs, service
+from . import accounting, algorithms, compose, jobs, service
 
 
 def request_bodies() -> dict[str, RequestBody]:
@@ -28,5 +28,6 @@ def include(app: FastAPI, bodies: dict[str, RequestBody]) -> None:
     """Every route of the service, in the order the OpenAPI document lists them."""
     app.include_router(algorithms.router)
     app.include_router(accounting.build_router(bodies))
+    app.include_router(compose.router)
     app.include_router(jobs.build_router(bodies["/v1/jobs"]))
     app.include_router(service.router)

@@ -43,7 +43,15 @@ ENDPOINTS = (
         """The certified ε at δ from every applicable accountant (the minimum, or the one requested), the Rényi
         curve, the noise in both units, and the conventions behind the number. Heavy accountants (a PLD) have a
         time budget; `accountant: "rdp"` is always answered at once.""",
-        lambda body: (body.params, body.delta, body.accountant, body.orders, body.refine_order),
+        lambda body: (
+            body.params,
+            body.delta,
+            body.accountant,
+            body.orders,
+            body.refine_order,
+            body.checkpoints,
+            body.statement,
+        ),
         POST_ERRORS,
     ),
     Endpoint(
@@ -52,7 +60,15 @@ ENDPOINTS = (
         "Smallest noise meeting (ε, δ)",
         """The smallest noise (or other privacy knob, named in `calibrated_parameter`) whose ε at δ is at most the
         target, with the achieved ε, the Rényi curve, predicted utility and the paper's own calibration.""",
-        lambda body: (body.params, body.target_epsilon, body.delta, body.accountant, body.orders),
+        lambda body: (
+            body.params,
+            body.target_epsilon,
+            body.delta,
+            body.accountant,
+            body.orders,
+            body.calibrate,
+            body.statement,
+        ),
         POST_ERRORS,
     ),
     Endpoint(

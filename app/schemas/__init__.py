@@ -22,6 +22,7 @@ from .answers import (
     UtilityResponse,
 )
 from .common import Health, Out, Problem, ProblemField, Strict
+from .compose import ComposeCalibrateRequest, ComposeRequest
 from .jobs import JobAccounting, JobList, JobOut, JobStatus, Progress
 from .requests import (
     CALIBRATE_FIELDS,
@@ -45,6 +46,8 @@ __all__ = [
     "BoundOut",
     "BoundResultOut",
     "CalibrationResponse",
+    "ComposeCalibrateRequest",
+    "ComposeRequest",
     "ConventionsOut",
     "Health",
     "JobAccounting",

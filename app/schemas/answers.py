@@ -130,6 +130,28 @@ class ReleaseOut(Out):
     )
 
 
+class CurvePointOut(Out):
+    steps: int = Field(description="Steps (releases) after which ε is given.", examples=[14063])
+    epochs: float | None = Field(description="The same in epochs (where the algorithm has epochs).", examples=[60.0])
+    epsilon: float = Field(description="Certified ε at δ after these steps.", examples=[2.38])
+    accountant: str = Field(description="Accountant that gives it.", examples=["tight"])
+
+
+class BeyondOut(Out):
+    value: float = Field(description="The calibrated value one step beyond the answer.", examples=[92])
+    epsilon: float = Field(description="Its ε, above the target.", examples=[3.0156])
+    accountant: str = Field(description="Accountant that gives it.", examples=["tight"])
+
+
+CurveField = Annotated[
+    list[CurvePointOut],
+    Field(description="ε over training: ε after each requested checkpoint (empty unless `checkpoints` was sent)."),
+]
+StatementField = Annotated[
+    str | None, Field(description="The privacy statement in plain language (null unless `statement` was true).")
+]
+
+
 class UtilityResponse(Out):
     algorithm: str = Field(description="Algorithm id.", examples=["dp-sgd"])
     bounds: list[UtilityBoundOut] = Field(description="Predicted utility bounds (empty if the algorithm has none).")
@@ -178,6 +200,8 @@ class PrivacyResponse(Out):
     releases: list[ReleaseOut] = Field(
         description="The noisy releases of the run (the mechanism plan), where the algorithm makes several kinds."
     )
+    curve: CurveField
+    statement: StatementField
 
 
 class CalibrationResponse(Out):
@@ -214,4 +238,10 @@ class CalibrationResponse(Out):
     )
     recommended: list[RecommendationOut] = Field(
         description="Hyperparameters recommended for this target (by the paper or dpcal), with their rules."
+    )
+    curve: CurveField
+    statement: StatementField
+    beyond: BeyondOut | None = Field(
+        description="For an integer calibrated parameter (steps, epochs, a count): the next value and its ε, which "
+        "exceeds the target (null for noise-like parameters and where the range's end was reached)."
     )

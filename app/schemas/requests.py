@@ -80,6 +80,26 @@ class RequestBody:
         )
 
 
+Checkpoints = Annotated[
+    list[Annotated[int, Field(ge=1)]] | dict[Literal["every"], Annotated[int, Field(ge=1)]] | Literal["epochs"] | None,
+    Field(
+        description='ε over training: a list of step counts, {"every": k} (every k steps and the last), or '
+        "\"epochs\" (each epoch's end, for algorithms with epochs); at most 1000. The answer's `curve` gives ε after "
+        "each, computed in one pass (each Rényi curve evaluated once; the tight accountant at each checkpoint).",
+        examples=["epochs", {"every": 1000}, [1000, 5000, 14063]],
+    ),
+]
+STATEMENT_FIELD: Any = (
+    bool,
+    Field(
+        False,
+        description="Add `statement`: the answer in plain language (what is protected, the relation, the checkpoints "
+        "covered, the sampling assumed and what a loader that samples otherwise means, ε and δ with the accountant, "
+        "the conventions, a paper's claim beside the certified value).",
+        examples=[False],
+    ),
+)
+
 PRIVACY_FIELDS: dict[str, Any] = {
     "delta": (float, Field(gt=0, lt=1, description=_DELTA_DOC, examples=[1e-5])),
     "accountant": (AccountantName, Field("best", description=_ACCOUNTANT_DOC, examples=["best"])),
@@ -93,6 +113,8 @@ PRIVACY_FIELDS: dict[str, Any] = {
             examples=[True],
         ),
     ),
+    "checkpoints": (Checkpoints, None),
+    "statement": STATEMENT_FIELD,
 }
 CALIBRATE_FIELDS: dict[str, Any] = {
     "target_epsilon": (
@@ -107,6 +129,17 @@ CALIBRATE_FIELDS: dict[str, Any] = {
     "delta": PRIVACY_FIELDS["delta"],
     "accountant": PRIVACY_FIELDS["accountant"],
     "orders": (Orders, None),
+    "calibrate": (
+        str | None,
+        Field(
+            None,
+            description="Which knob to calibrate: the algorithm's privacy knob (default; `calibrated_parameter`), or "
+            "an integer hyperparameter the algorithm offers (dp-sgd: steps, epochs, batch_size): its largest value "
+            "meeting the target at the noise given in params, with the value one beyond shown to exceed it (`beyond`).",
+            examples=["noise_multiplier"],
+        ),
+    ),
+    "statement": STATEMENT_FIELD,
 }
 UTILITY_FIELDS: dict[str, Any] = {}
 

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ...calibration import calibrate_rdp
+from ...checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
 from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
+from ...reports import (
+    AccountantResult,
+    Accounted,
+    CalibrationReport,
+    CurvePoint,
+    PrivacyReport,
+    UtilityReport,
+    choose_accountant,
+)
 from .params import ALGORITHM_ID, DpSgdParams, steps_and_rule
 from .privacy import (
     _NOT_ASKED,
@@ -37,6 +48,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
     params_model = DpSgdParams
     accountants = ("rdp", "tight")
     noise_fields = ("noise_multiplier", "noise_std")
+    integer_knobs = MappingProxyType({"steps": ("epochs",), "epochs": ("steps",), "batch_size": ()})
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""
@@ -71,6 +83,31 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
         return accounted.privacy(
             self.id, _noise(p, z), _conventions(p, steps, rule), warnings=tuple(warnings + _notes(p))
+        )
+
+    def _curve(self, query: PrivacyQuery[DpSgdParams], checkpoints: object) -> tuple[CurvePoint, ...]:
+        """ε after each checkpoint: the run stopped after t steps is T = t (the same leaves; tight at each t)."""
+        p, d = query.params, query.delta
+        z = _noise_multiplier(p)
+        steps, _ = steps_and_rule(p)
+        per_epoch = p.dataset_size / p.batch_size
+
+        def epoch_steps() -> list[int]:
+            rounding = math.floor if p.epoch_rounding == "floor" else math.ceil
+            ends = [rounding(e * per_epoch) for e in range(1, math.ceil(steps / per_epoch) + 1)]
+            return [t for t in ends if 1 <= t < steps] + [steps]
+
+        curve = CurveQuery(
+            lambda t: _event(p, z, t),
+            p.neighbouring,
+            d,
+            query.accountant,
+            query.orders,
+            query.refine,
+            epochs_at=lambda t: t / per_epoch,
+        )
+        return epsilon_curve(
+            curve, checkpoint_steps(checkpoints, steps, epoch_steps), lambda t: _tight_result(p, z, d, t)
         )
 
     # -- calibration -----------------------------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""Privacy and calibration of any composition (``/v1/compose``), written with the spine's accountants.
+
+:func:`privacy` reads the JSON tree (:mod:`~accountants.pipeline.grammar`) and answers it like a family answers its
+plan (:func:`~accountants.plan_accounting.account_plan`): ``rdp`` on the tree, ``tight`` (exact GDP for Gaussian
+trees, the certified PLD accountant where it reads the tree), ``best`` the smaller. :func:`calibrate` moves one
+number of the tree, named by a JSON Pointer: the smallest noise, or the largest count, rate or ε, meeting a target
+(:data:`~accountants.knobs.KNOBS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import gdp
+from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
+from ..errors import CalibrationError, ParameterError
+from ..events import PoissonSampledEvent, RandomizedResponseEvent, SampledWithoutReplacementEvent, leaves, prefix
+from ..family import Cost
+from ..knobs import KNOBS, KnobRule, integer_boundary
+from ..plan_accounting import account_plan, calibrate_plan
+from ..plans import Knob, MechanismPlan
+from ..rdp import Neighbouring
+from ..reports import (
+    Accounted,
+    Beyond,
+    CalibrationReport,
+    Conventions,
+    PrivacyReport,
+    calibration_of,
+    choose_accountant,
+)
+from ..statement import privacy_statement
+from ..tight import tight_epsilon
+from .grammar import Tree, read_tree
+from .pointer import number_at, tokens, with_number
+
+COMPOSE = "compose"
+"""The ``algorithm`` of a composition's answer."""
+ACCOUNTANTS = ("best", "rdp", "tight")
+NOISE_DEFINITION = (
+    "each node's noise_multiplier is its noise over its sensitivity under the neighbouring relation in force: the "
+    "Gaussian's std over the L2 sensitivity, the Laplace scale over the L1 sensitivity; inside poisson-sampled, over "
+    "the add/remove sensitivity of the summed contributions (the clip norm C, also under replace-one); inside "
+    "sampled-without-replacement, over the replace-one sensitivity (2C)"
+)
+STEP_RULE = (
+    "steps = releases in the tree = {releases}: a repeated node counts its mechanism's releases count times, a "
+    "sequence adds its parts', an algorithm node adds its plan's; checkpoints count releases in execution order"
+)
+NO_REASON = "a composition has no utility theorem nor a paper calibration"
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A composition request: the JSON tree, δ, the accountant, the relation, the order grid and the extras asked
+    for (checkpoints, a statement)."""
+
+    mechanism: Any
+    delta: float
+    accountant: str = "best"
+    neighbouring: Neighbouring = "add-remove"
+    orders: tuple[float, ...] | None = None
+    refine: bool = True
+    checkpoints: Any = None
+    statement: bool = False
+
+    def read(self, mechanism: Any = None) -> Tree:
+        return read_tree(self.mechanism if mechanism is None else mechanism, self.delta, self.neighbouring)
+
+    @property
+    def grid(self) -> np.ndarray | None:
+        return None if self.orders is None else np.array(self.orders, dtype=float)
+
+
+def cost(c: Composition) -> Cost:
+    """Heavy where ``tight`` (asked for, or needed by ``best``) reads a tree that is not all Gaussian."""
+    tree = c.read()
+    return Cost.CHEAP if c.accountant == "rdp" or gdp.is_gaussian(tree.event) else Cost.HEAVY
+
+
+def privacy(c: Composition) -> PrivacyReport:
+    """ε at δ of the composition from every accountant, with the checkpoints and the statement where asked for."""
+    _check_accountant(c.accountant)
+    return _answer(c, c.read())
+
+
+def _answer(c: Composition, tree: Tree) -> PrivacyReport:
+    plan = MechanismPlan(tree.event, c.neighbouring, tree.reserved_delta)
+    answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine)
+    if not math.isfinite(answer.conversion.value):
+        raise ParameterError.single("mechanism", "gives no finite ε bound at this δ", "more noise or a larger δ")
+    chosen = choose_accountant(answer.results, c.accountant, supported=ACCOUNTANTS)
+    accounted = Accounted(answer.results, chosen, c.delta, answer.conversion.optimal_order, answer.curve)
+    report = accounted.privacy(
+        COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.conversion.warnings, *_warnings(tree))
+    )
+    if c.checkpoints is not None:
+        accounted_delta = plan.accounted_delta(c.delta)
+        query = CurveQuery(lambda t: _prefix(tree, t), c.neighbouring, accounted_delta, c.accountant, c.grid, c.refine)
+        steps = checkpoint_steps(c.checkpoints, tree.releases)
+        curve = epsilon_curve(query, steps, lambda t: tight_epsilon(_prefix(tree, t), c.neighbouring, accounted_delta))
+        report = replace(report, curve=curve)
+    if c.statement:
+        report = replace(report, statement=privacy_statement(report, "this composition of mechanisms"))
+    return report
+
+
+def _prefix(tree: Tree, steps: int) -> Any:
+    event = prefix(tree.event, steps)
+    assert event is not None  # checkpoints are >= 1
+    return event
+
+
+def conventions(tree: Tree, neighbouring: Neighbouring) -> Conventions:
+    """The conventions of a composition: its relation, releases, the sampling in its nodes, the multipliers'
+    definition."""
+    sampling: list[str] = []
+    for _, leaf in leaves(tree.event):
+        if isinstance(leaf, PoissonSampledEvent):
+            sampling.append(f"Poisson sampling with rate q = {leaf.sampling_rate:g}")
+        elif isinstance(leaf, SampledWithoutReplacementEvent):
+            sampling.append(f"sampling without replacement of {leaf.sample_size} of {leaf.dataset_size}")
+    described = "; ".join(dict.fromkeys(sampling)) or "none: every release sees the whole dataset"
+    return Conventions(
+        neighbouring=neighbouring,
+        steps=tree.releases,
+        step_rule=STEP_RULE.format(releases=tree.releases),
+        sampling=described,
+        noise_multiplier_definition=NOISE_DEFINITION,
+        released="every release of the tree (adaptively composed)",
+    )
+
+
+def _warnings(tree: Tree) -> list[str]:
+    notes = [
+        f"{node.algorithm} at {'/'.join(str(p) for p in node.path)}: {node.releases} releases"
+        + (f", δ = {node.reserved_delta:g} spent outside them (taken from δ)" if node.reserved_delta else "")
+        for node in tree.algorithms
+    ]
+    if any(isinstance(leaf, RandomizedResponseEvent) and leaf.num_buckets > 2 for _, leaf in leaves(tree.event)):
+        notes.append("randomized response with more than 2 buckets is accounted as an ε-DP release (an upper bound)")
+    return notes
+
+
+def _check_accountant(accountant: str) -> None:
+    if accountant not in ACCOUNTANTS:
+        raise ParameterError.single("accountant", "unknown for a composition", "one of: " + ", ".join(ACCOUNTANTS))
+
+
+# -- calibration ---------------------------------------------------------------------------------------------------
+
+
+def calibrate(
+    c: Composition, target_epsilon: float, pointer: str, bounds: Sequence[float] | None = None
+) -> CalibrationReport:
+    """The value at ``pointer`` (into ``mechanism``) meeting ``target_epsilon``: the smallest for a noise, the
+    largest for a count, a rate or an ε (:data:`~accountants.knobs.KNOBS`), within ``bounds``."""
+    _check_accountant(c.accountant)
+    if not (isinstance(target_epsilon, int | float) and 0 < target_epsilon < math.inf):
+        raise ParameterError.single("target_epsilon", "must be > 0 and finite", "> 0", target_epsilon)
+    number_at(c.mechanism, pointer)
+    name = tokens(pointer)[-1]
+    rule = KNOBS.get(name)
+    if rule is None:
+        raise ParameterError.single(
+            "calibrate", f"points to {name!r}, which is not a calibratable field", "a pointer to: " + ", ".join(KNOBS)
+        )
+    c.read()  # every other problem of the tree is reported before the search
+    low, high = _range(rule, bounds)
+    if rule.integer:
+        return _integer(c, target_epsilon, pointer, rule, low, high)
+    return _continuous(c, target_epsilon, pointer, rule, low, high)
+
+
+def _range(rule: KnobRule, bounds: Sequence[float] | None) -> tuple[float, float]:
+    low, high = (0.0, rule.maximum) if bounds is None else (float(bounds[0]), float(bounds[1]))
+    if not (0.0 <= low < high) or math.isnan(high):
+        raise ParameterError.single("bounds", "must be [lo, hi] with 0 <= lo < hi", "0 <= lo < hi", list(bounds or ()))
+    return max(low, 1.0 if rule.integer else 0.0), min(high, rule.maximum)
+
+
+def _integer(c: Composition, target: float, pointer: str, rule: KnobRule, low: float, high: float) -> CalibrationReport:
+    plain = replace(c, checkpoints=None, statement=False)
+
+    def epsilon_at(accountant: str) -> Any:
+        def epsilon(value: int) -> float:
+            try:
+                return _answer(
+                    replace(plain, accountant=accountant), c.read(with_number(c.mechanism, pointer, value))
+                ).epsilon
+            except ParameterError:
+                return math.inf  # outside the field's valid range (e.g. a sample larger than the dataset)
+
+        return epsilon
+
+    lo, hi = math.ceil(low), math.floor(high)
+    start = None
+    if c.accountant != "rdp":  # the Rényi answer is never above a tighter one's: a value known to meet the target
+        try:
+            start = integer_boundary(
+                epsilon_at("rdp"), target, lo, hi, rule.larger_is_more_private, None, pointer
+            ).value
+        except CalibrationError:
+            start = None
+    found = integer_boundary(epsilon_at(c.accountant), target, lo, hi, rule.larger_is_more_private, start, pointer)
+    report = _answer(c, c.read(with_number(c.mechanism, pointer, found.value)))
+    beyond = None
+    if found.beyond is not None and found.beyond_epsilon is not None and math.isfinite(found.beyond_epsilon):
+        beyond = Beyond(found.beyond, found.beyond_epsilon, c.accountant)
+    return calibration_of(report, target, pointer, found.value, beyond=beyond, reason=NO_REASON)
+
+
+def _continuous(
+    c: Composition, target: float, pointer: str, rule: KnobRule, low: float, high: float
+) -> CalibrationReport:
+    knob = Knob(pointer, pointer, rule.larger_is_more_private)
+    least_private = low if rule.larger_is_more_private else high
+    plain = replace(c, checkpoints=None, statement=False)
+    if 0.0 < least_private < math.inf:
+        at_edge = _answer(plain, c.read(with_number(c.mechanism, pointer, least_private)))
+        if at_edge.epsilon <= target:  # the whole range meets the target: its least private end is the answer
+            report = _answer(c, c.read(with_number(c.mechanism, pointer, least_private)))
+            return calibration_of(report, target, pointer, least_private, reason=NO_REASON)
+
+    def plan_at(noise: float) -> MechanismPlan:
+        value = min(max(knob.from_noise(noise), low), high)
+        tree = c.read(with_number(c.mechanism, pointer, value))
+        return MechanismPlan(tree.event, c.neighbouring, tree.reserved_delta)
+
+    results = calibrate_plan(plan_at, c.delta, target, knob, c.accountant, c.grid)
+    chosen = choose_accountant(results, c.accountant, key="calibrated_value", largest=not rule.larger_is_more_private)
+    value = chosen.calibrated_value
+    assert value is not None  # set on every applicable calibration result
+    if not low <= value <= high:
+        raise CalibrationError(f"no value of {pointer} within [{low:g}, {high:g}] meets target_epsilon={target:g}")
+    report = _answer(c, c.read(with_number(c.mechanism, pointer, value)))
+    return calibration_of(report, target, pointer, value, chosen=chosen, accountants=results, reason=NO_REASON)
