@@ -135,7 +135,9 @@ CALIBRATE_FIELDS: dict[str, Any] = {
             None,
             description="Which knob to calibrate: the algorithm's privacy knob (default; `calibrated_parameter`), or "
             "an integer hyperparameter the algorithm offers (dp-sgd: steps, epochs, batch_size): its largest value "
-            "meeting the target at the noise given in params, with the value one beyond shown to exceed it (`beyond`).",
+            "meeting the target at the noise given in params, with the value one beyond shown to exceed it "
+            "(`beyond`). params must be valid on their own (dp-sgd: send the calibrated one of steps and epochs with "
+            "any value; the search replaces it).",
             examples=["noise_multiplier"],
         ),
     ),

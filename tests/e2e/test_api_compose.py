@@ -1,0 +1,149 @@
+"""/v1/compose, /v1/compose/calibrate, checkpoints, knob calibration and statements over HTTP (a live server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from accountants import registry
+
+DELTA = 1e-5
+MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1}
+
+
+def _families_with_plans() -> list[str]:
+    return [f.id for f in registry.families() if f.plan(f.example, DELTA) is not None]
+
+
+@pytest.mark.parametrize("algorithm", _families_with_plans())
+def test_an_algorithm_node_gives_the_family_answer(http, algorithm):
+    family = registry.get(algorithm)
+    relation = family.plan(family.example, DELTA).neighbouring
+    node = {"type": "algorithm", "algorithm": algorithm, "params": dict(family.example)}
+    for accountant in ("rdp", "best") if algorithm == "dp-sgd" else ("rdp",):
+        own = http.post(
+            "/v1/privacy",
+            json={"algorithm": algorithm, "params": dict(family.example), "delta": DELTA, "accountant": accountant},
+        )
+        composed = http.post(
+            "/v1/compose", json={"mechanism": node, "delta": DELTA, "accountant": accountant, "neighbouring": relation}
+        )
+        assert own.status_code == composed.status_code == 200, composed.text
+        # a family may convert a curve linear in α exactly (the composition refines on the grid: within 1e-7)
+        assert composed.json()["epsilon"] == pytest.approx(own.json()["epsilon"], rel=1e-7)
+
+
+def test_an_algorithm_without_a_plan_is_refused_with_the_reason(http):
+    family = registry.get("dp-sgd-last-iterate")
+    node = {"type": "algorithm", "algorithm": family.id, "params": dict(family.example)}
+    answer = http.post("/v1/compose", json={"mechanism": node, "delta": DELTA, "neighbouring": "replace-one"})
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["loc"] == ["mechanism", "algorithm"]
+    assert "no mechanism plan" in answer.json()["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "loc"),
+    [
+        ({"type": "gausian", "noise_multiplier": 1}, ["mechanism", "type"]),
+        ({"type": "gaussian"}, ["mechanism", "noise_multiplier"]),
+        (
+            {"type": "poisson-sampled", "sampling_rate": 2, "mechanism": {"type": "gaussian", "noise_multiplier": 1}},
+            ["mechanism", "sampling_rate"],
+        ),
+    ],
+)
+def test_a_bad_tree_is_a_422_naming_its_path(http, mechanism, loc):
+    answer = http.post("/v1/compose", json={"mechanism": mechanism, "delta": DELTA})
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["loc"] == loc
+    assert ".".join(loc) in answer.json()["detail"]
+
+
+def test_a_pointer_to_a_non_number_is_a_422(http):
+    mechanism = {"type": "repeated", "count": 3, "mechanism": {"type": "gaussian", "noise_multiplier": 1}}
+    body = {"mechanism": mechanism, "delta": DELTA, "target_epsilon": 1.0, "calibrate": "/mechanism/type"}
+    answer = http.post("/v1/compose/calibrate", json=body)
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["loc"] == ["calibrate"]
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "best"])
+def test_checkpoints_equal_separate_privacy_calls(http, accountant):
+    body = {"algorithm": "dp-sgd", "params": MNIST, "delta": DELTA, "accountant": accountant}
+    answer = http.post("/v1/privacy", json=body | {"checkpoints": [235, 4688, 14063]}).json()
+    assert [p["steps"] for p in answer["curve"]] == [235, 4688, 14063]
+    for point in answer["curve"]:
+        params = MNIST | {"epochs": None, "steps": point["steps"]}
+        params.pop("epochs")
+        alone = http.post("/v1/privacy", json=body | {"params": params}).json()
+        assert point["epsilon"] == pytest.approx(alone["epsilon"], rel=1e-9)
+        assert point["accountant"] == alone["accountant"]
+        assert point["epochs"] == pytest.approx(point["steps"] * 256 / 60000)
+    assert answer["curve"][-1]["epsilon"] == pytest.approx(answer["epsilon"], rel=1e-12)
+
+
+def test_epochs_checkpoints_end_each_epoch(http):
+    body = {"algorithm": "dp-sgd", "params": MNIST | {"epochs": 3}, "delta": DELTA, "accountant": "rdp"}
+    answer = http.post("/v1/privacy", json=body | {"checkpoints": "epochs"}).json()
+    assert [p["steps"] for p in answer["curve"]] == [235, 469, 704]
+
+
+@pytest.mark.parametrize("knob", ["epochs", "steps", "batch_size"])
+def test_calibrating_an_integer_knob_stops_just_before_the_target(http, knob):
+    # params must be valid on their own: dp-sgd needs one of steps and epochs, so the calibrated one is sent with
+    # any value (the search replaces it)
+    params = {k: v for k, v in MNIST.items() if k != "epochs"} | {knob: 1 if knob != "batch_size" else 256}
+    if knob == "batch_size":
+        params["epochs"] = 60
+    body = {"algorithm": "dp-sgd", "params": params, "delta": DELTA, "target_epsilon": 3.0, "accountant": "rdp"}
+    answer = http.post("/v1/calibrate", json=body | {"calibrate": knob})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    value = int(found["calibrated_value"])
+    assert found["calibrated_parameter"] == knob and found["noise_multiplier"] == 1.1
+
+    def epsilon(v: int) -> float:
+        given = params | {knob: v}
+        alone = {"algorithm": "dp-sgd", "params": given, "delta": DELTA, "accountant": "rdp"}
+        return http.post("/v1/privacy", json=alone).json()["epsilon"]
+
+    assert epsilon(value) <= 3.0 < epsilon(value + 1)
+    assert found["beyond"]["value"] == value + 1
+    assert found["beyond"]["epsilon"] == pytest.approx(epsilon(value + 1), rel=1e-12)
+
+
+def test_the_statement_states_the_answer_it_accompanies(http):
+    body = {"algorithm": "dp-sgd", "params": MNIST | {"neighbouring": "replace-one"}, "delta": DELTA}
+    answer = http.post("/v1/privacy", json=body | {"statement": True, "accountant": "rdp"}).json()
+    statement = answer["statement"]
+    assert f"ε = {answer['epsilon']:.4g}" in statement
+    assert f"δ = {DELTA:.3g}" in statement
+    assert "replace-one relation" in statement and "one example replaced" in statement
+    assert f"{answer['conventions']['steps']} steps" in statement
+    assert "from the rdp accountant" in statement
+    assert answer["conventions"]["sampling"] in statement and "shuffles" in statement
+    assert answer["conventions"]["noise_multiplier_definition"] in statement
+    calibrated = http.post(
+        "/v1/calibrate",
+        json={
+            "algorithm": "dp-sgd",
+            "params": {k: v for k, v in MNIST.items() if k != "noise_multiplier"},
+            "delta": DELTA,
+            "target_epsilon": 3.0,
+            "accountant": "rdp",
+            "statement": True,
+        },
+    ).json()
+    assert f"ε = {calibrated['epsilon']:.4g}" in calibrated["statement"]
+    assert "add-remove relation" in calibrated["statement"]
+
+
+def test_compose_answers_checkpoints_and_a_statement_without_sampling(http):
+    mechanism = {"type": "repeated", "count": 10, "mechanism": {"type": "gaussian", "noise_multiplier": 5.0}}
+    answer = http.post(
+        "/v1/compose", json={"mechanism": mechanism, "delta": DELTA, "checkpoints": {"every": 4}, "statement": True}
+    ).json()
+    assert [p["steps"] for p in answer["curve"]] == [4, 8, 10]
+    assert answer["accountant"] == "tight" and answer["conventions"]["steps"] == 10
+    assert "none: every release sees the whole dataset" in answer["statement"]
+    assert "shuffles" not in answer["statement"]
