@@ -148,7 +148,13 @@ CurveField = Annotated[
     Field(description="ε over training: ε after each requested checkpoint (empty unless `checkpoints` was sent)."),
 ]
 StatementField = Annotated[
-    str | None, Field(description="The privacy statement in plain language (null unless `statement` was true).")
+    str | None,
+    Field(
+        description="The privacy statement in plain language (null unless `statement` was true).",
+        examples=[
+            "Privacy statement for dp-sgd with these hyperparameters. What is protected: each individual example …"
+        ],
+    ),
 ]
 
 
