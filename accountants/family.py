@@ -25,11 +25,11 @@ import numpy as np
 
 from . import validation as check
 from .conversions import DEFAULT_ORDERS, order_grid
-from .errors import CalibrationError, ParameterError, UnsupportedAccountantError
-from .knobs import KNOBS, integer_boundary
+from .errors import ParameterError, UnsupportedAccountantError
+from .knobs import KNOBS, calibrate_integer
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
-from .reports import Beyond, CalibrationReport, CurvePoint, PrivacyReport, UtilityReport, calibration_of
+from .reports import CalibrationReport, CurvePoint, PrivacyReport, UtilityReport, calibration_of
 from .statement import privacy_statement
 from .verification import simulator_for
 
@@ -328,7 +328,7 @@ class AlgorithmFamily(ABC, Generic[P]):
         orders: Sequence[float] | np.ndarray | None,
     ) -> CalibrationReport:
         """The largest value of the integer knob ``field`` whose ε ≤ target at the given noise; the value one beyond
-        is shown to exceed it (:func:`~accountants.knobs.integer_boundary`; from the rdp answer where a tighter
+        is shown to exceed it (:func:`~accountants.knobs.calibrate_integer`: from the rdp answer where a tighter
         accountant is asked for)."""
         if field not in self.integer_knobs:
             allowed = "one of: " + ", ".join((self.calibrated_parameter, *self.integer_knobs))
@@ -344,27 +344,13 @@ class AlgorithmFamily(ABC, Generic[P]):
         def at(value: int) -> dict[str, Any]:
             return base | dict.fromkeys(self.integer_knobs[field]) | {field: value}
 
-        def epsilon_at(name: str) -> Any:
-            def epsilon(value: int) -> float:
-                try:
-                    return self.privacy(at(value), delta, name, orders).epsilon
-                except ParameterError:
-                    return float("inf")  # outside the field's valid range (e.g. a batch larger than the dataset)
+        def epsilon_at(name: str, value: int) -> float:
+            return self.privacy(at(value), delta, name, orders).epsilon
 
-            return epsilon
-
-        rule, start = KNOBS[field], None
-        high = int(rule.maximum)
-        if accountant != "rdp":
-            try:
-                start = integer_boundary(epsilon_at("rdp"), target, 1, high, False, None, field).value
-            except CalibrationError:
-                start = None
-        found = integer_boundary(epsilon_at(accountant), target, 1, high, False, start, field)
+        rule = KNOBS[field]
+        found = calibrate_integer(epsilon_at, target, 1, int(rule.maximum), rule, accountant, field)
         report = self.privacy(at(found.value), delta, accountant, orders)
-        beyond = None
-        if found.beyond is not None and found.beyond_epsilon is not None and found.beyond_epsilon < float("inf"):
-            beyond = Beyond(found.beyond, found.beyond_epsilon, report.accountant)
+        beyond = found.shown_beyond(report.accountant)
         reason = f"the calibration of {field} reports the privacy answer at it (utility: POST /v1/utility)"
         return calibration_of(report, target, field, found.value, beyond=beyond, reason=reason)
 

@@ -4,7 +4,8 @@
 (noise multipliers, the Laplace scale, randomized response's noise parameter, a dataset size) or less private (step
 and epoch counts, repeat counts, sampling rates, batch and sample sizes, ε, ρ, a stepsize), and whether it is an
 integer. :func:`integer_boundary` finds the largest (or smallest) integer meeting a target for an ε that is monotone
-in it, and shows the value one step beyond exceeding it.
+in it, and shows the value one step beyond exceeding it; :func:`calibrate_integer` runs it for an accountant (from
+the rdp answer where a tighter one is asked for), for families and compositions alike.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import CalibrationError
+from .errors import CalibrationError, ParameterError
+from .reports import Beyond
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,47 @@ class IntegerAnswer:
     epsilon: float
     beyond: int | None
     beyond_epsilon: float | None
+
+    def shown_beyond(self, accountant: str) -> Beyond | None:
+        """The value one step beyond with its (finite) ε, as the answer shows it; None at the range's end."""
+        if self.beyond is None or self.beyond_epsilon is None or not math.isfinite(self.beyond_epsilon):
+            return None
+        return Beyond(self.beyond, self.beyond_epsilon, accountant)
+
+
+def calibrate_integer(
+    epsilon_at: Callable[[str, int], float],
+    target: float,
+    low: int,
+    high: int,
+    rule: KnobRule,
+    accountant: str,
+    parameter: str,
+) -> IntegerAnswer:
+    """The boundary integer of a knob following ``rule`` for ``accountant`` (:func:`integer_boundary`).
+
+    ``epsilon_at(accountant, value)`` is ε at that value; a :class:`ParameterError` there (a value outside the
+    field's valid range, e.g. a sample larger than the dataset) counts as exceeding the target. Where a tighter
+    accountant than ``rdp`` is asked for, the rdp answer is found first: it is never above a tighter one's, so it
+    is a value known to meet the target, where the search starts."""
+
+    def under(name: str) -> Callable[[int], float]:
+        def epsilon(value: int) -> float:
+            try:
+                return epsilon_at(name, value)
+            except ParameterError:
+                return math.inf
+
+        return epsilon
+
+    more_private = rule.larger_is_more_private
+    start = None
+    if accountant != "rdp":
+        try:
+            start = integer_boundary(under("rdp"), target, low, high, more_private, None, parameter).value
+        except CalibrationError:
+            start = None
+    return integer_boundary(under(accountant), target, low, high, more_private, start, parameter)
 
 
 def integer_boundary(

@@ -21,13 +21,12 @@ from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
 from ..errors import CalibrationError, ParameterError
 from ..events import PoissonSampledEvent, RandomizedResponseEvent, SampledWithoutReplacementEvent, leaves, prefix
 from ..family import Cost
-from ..knobs import KNOBS, KnobRule, integer_boundary
+from ..knobs import KNOBS, KnobRule, calibrate_integer
 from ..plan_accounting import account_plan, calibrate_plan
 from ..plans import Knob, MechanismPlan
 from ..rdp import Neighbouring
 from ..reports import (
     Accounted,
-    Beyond,
     CalibrationReport,
     Conventions,
     PrivacyReport,
@@ -187,31 +186,13 @@ def _range(rule: KnobRule, bounds: Sequence[float] | None) -> tuple[float, float
 def _integer(c: Composition, target: float, pointer: str, rule: KnobRule, low: float, high: float) -> CalibrationReport:
     plain = replace(c, checkpoints=None, statement=False)
 
-    def epsilon_at(accountant: str) -> Any:
-        def epsilon(value: int) -> float:
-            try:
-                return _answer(
-                    replace(plain, accountant=accountant), c.read(with_number(c.mechanism, pointer, value))
-                ).epsilon
-            except ParameterError:
-                return math.inf  # outside the field's valid range (e.g. a sample larger than the dataset)
+    def epsilon_at(accountant: str, value: int) -> float:
+        tree = c.read(with_number(c.mechanism, pointer, value))
+        return _answer(replace(plain, accountant=accountant), tree).epsilon
 
-        return epsilon
-
-    lo, hi = math.ceil(low), math.floor(high)
-    start = None
-    if c.accountant != "rdp":  # the Rényi answer is never above a tighter one's: a value known to meet the target
-        try:
-            start = integer_boundary(
-                epsilon_at("rdp"), target, lo, hi, rule.larger_is_more_private, None, pointer
-            ).value
-        except CalibrationError:
-            start = None
-    found = integer_boundary(epsilon_at(c.accountant), target, lo, hi, rule.larger_is_more_private, start, pointer)
+    found = calibrate_integer(epsilon_at, target, math.ceil(low), math.floor(high), rule, c.accountant, pointer)
     report = _answer(c, c.read(with_number(c.mechanism, pointer, found.value)))
-    beyond = None
-    if found.beyond is not None and found.beyond_epsilon is not None and math.isfinite(found.beyond_epsilon):
-        beyond = Beyond(found.beyond, found.beyond_epsilon, c.accountant)
+    beyond = found.shown_beyond(c.accountant)
     return calibration_of(report, target, pointer, found.value, beyond=beyond, reason=NO_REASON)
 
 
