@@ -32,9 +32,6 @@ from .reports import AccountantResult, CurvePoint
 MAX_CHECKPOINTS = 1000
 """Most checkpoints in one request."""
 
-Checkpoints = Sequence[int] | Mapping[str, int] | str
-"""A list of step counts, ``{"every": k}``, or ``"epochs"``."""
-
 
 def checkpoint_steps(
     spec: object, total: int, epoch_steps: Callable[[], list[int]] | None = None, field: str = "checkpoints"

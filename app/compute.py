@@ -123,16 +123,16 @@ class Compute:
         if cost() is Cost.CHEAP:
             report = await run_in_threadpool(function, *args)
         else:
-            report = await self._heavy(request, function, args)
+            report = await self._heavy(request, kind, function, args)
         self.cache.put(key, report)
         return report
 
-    async def _heavy(self, request: Request, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    async def _heavy(self, request: Request, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         slot = self.slots.try_acquire()
         if slot is None:
             raise busy(self.settings)
         try:
-            running = await run_in_threadpool(self._start, function, args)
+            running = await run_in_threadpool(self._start, kind, function, args)
             answered = False
             try:
                 status, value = await self._wait(request, running)
@@ -145,10 +145,9 @@ class Compute:
             raise value
         return value
 
-    def _start(self, function: Callable[..., Any], args: tuple[Any, ...]) -> _Running:
+    def _start(self, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> _Running:
         receiver, sender = self._context.Pipe(duplex=False)
-        name = f"dpcal-{getattr(function, '__name__', 'answer')}"
-        process = self._context.Process(target=worker.answer, args=(sender, function, args), name=name)
+        process = self._context.Process(target=worker.answer, args=(sender, function, args), name=f"dpcal-{kind}")
         process.start()
         sender.close()
         return _Running(process, receiver)
