@@ -3,11 +3,13 @@
 A run stopped after t steps releases a prefix of its event tree (:func:`~accountants.events.prefix`), and ε is
 non-decreasing in t, so the ε at a checkpoint covers every iterate released up to it.
 
-* ``rdp``: every prefix is a sum of the same leaves' Rényi curves with other counts. Each distinct leaf's curve is
-  evaluated once on the order grid (:class:`LeafCurves`); a checkpoint adds them with its counts and converts
-  (improved conversion, refined) exactly as a separate request would.
-* ``tight``: each checkpoint's prefix through :func:`~accountants.tight.tight_epsilon` (exact GDP where the tree is
-  all Gaussian; the PLD accountant otherwise), or a family's own tight answer at that step count.
+* ``rdp``: every prefix is a sum of the same leaves' Rényi curves with other counts (:class:`LeafCurves`). All
+  checkpoints are converted together (:func:`~accountants.conversions.epsilon_from_rdp_rows`: the grid, and each
+  zoom round of the order refinement, is one evaluation per leaf for every checkpoint), each exactly as a separate
+  request would be.
+* ``tight``: the prefixes through :func:`~accountants.tight.tight_epsilons` (exact GDP where the tree is all
+  Gaussian; otherwise the PLD accountant, each checkpoint's query starting around the previous one's answer), or a
+  family's own tight answers at those step counts.
 * ``best``: at each checkpoint the smaller certified value.
 
 Checkpoints are given as a list of step counts, ``{"every": k}``, or ``"epochs"`` (the step counts at which each
@@ -23,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conversions import epsilon_from_rdp
+from .conversions import epsilon_from_rdp_rows
 from .errors import ParameterError
 from .events import DpEvent, leaves
 from .rdp import Neighbouring, RdpAccountant
 from .reports import AccountantResult, CurvePoint
+from .tight import tight_epsilons
 
 MAX_CHECKPOINTS = 1000
 """Most checkpoints in one request."""
@@ -71,38 +74,26 @@ def checkpoint_steps(
 
 
 class LeafCurves:
-    """The Rényi curves of a set of prefixes, each leaf's evaluated once per set of orders."""
+    """The Rényi curves of several prefixes of one run as one function of (row, order): each distinct leaf's curve
+    is evaluated once per call, at the distinct orders asked for, and each prefix adds them with its counts."""
 
-    def __init__(self, neighbouring: Neighbouring) -> None:
-        self.accountant = RdpAccountant(neighbouring)
-        self._curves: dict[DpEvent, Callable[[np.ndarray], np.ndarray]] = {}
-        self._on_grid: dict[tuple[DpEvent, bytes], np.ndarray] = {}
+    def __init__(self, events: Sequence[DpEvent], neighbouring: Neighbouring) -> None:
+        accountant = RdpAccountant(neighbouring)
+        counted = [Counter[DpEvent]() for _ in events]
+        for row, event in zip(counted, events, strict=True):
+            for count, leaf in leaves(event):
+                row[leaf] += count
+        distinct = list(dict.fromkeys(leaf for row in counted for leaf in row))
+        self._curves = [accountant.curve(leaf) for leaf in distinct]
+        self._counts = np.array([[row[leaf] for leaf in distinct] for row in counted], dtype=float)
 
-    def _leaf(self, leaf: DpEvent, orders: np.ndarray) -> np.ndarray:
-        key = (leaf, orders.tobytes())
-        if key not in self._on_grid:
-            if leaf not in self._curves:
-                self._curves[leaf] = self.accountant.curve(leaf)
-            values = self._curves[leaf](orders)
-            if orders.size > 64:  # a grid (refinement points are not met again)
-                self._on_grid[key] = values
-            return values
-        return self._on_grid[key]
-
-    def curve(self, event: DpEvent) -> Callable[[np.ndarray], np.ndarray]:
-        """The Rényi curve of ``event`` as the sum of its leaves' curves (leaves evaluated once per grid)."""
-        counts = Counter[DpEvent]()
-        for count, leaf in leaves(event):
-            counts[leaf] += count
-
-        def total(orders: np.ndarray) -> np.ndarray:
-            alphas = np.asarray(orders, dtype=float)
-            out = np.zeros_like(alphas)
-            for leaf, count in counts.items():
-                out += count * self._leaf(leaf, alphas)
-            return out
-
-        return total
+    def __call__(self, rows: np.ndarray, orders: np.ndarray) -> np.ndarray:
+        """The Rényi curve of prefix ``rows[j]`` at the orders ``orders[j]``."""
+        distinct, where = np.unique(orders, return_inverse=True)
+        out = np.zeros(orders.shape)
+        for column, curve in enumerate(self._curves):
+            out += self._counts[rows, column][:, None] * curve(distinct)[where.reshape(orders.shape)]
+        return out
 
 
 @dataclass(frozen=True)
@@ -117,22 +108,29 @@ class CurveQuery:
     orders: np.ndarray | None = None
     refine: bool = True
     epochs_at: Callable[[int], float] | None = None
+    tight_along: Callable[[Sequence[int]], Sequence[AccountantResult]] | None = None
+    """The tight accountant's answers at these step counts, where a family has its own (default: the spine's
+    :func:`~accountants.tight.tight_epsilons` on the prefixes)."""
 
 
-def epsilon_curve(
-    query: CurveQuery, steps: Sequence[int], tight_at: Callable[[int], AccountantResult]
-) -> tuple[CurvePoint, ...]:
-    """ε after each step count: the accountant asked for (``best``: the smaller certified one at each point).
-
-    ``tight_at(t)``: the tight accountant's answer for the prefix of t steps (called only where it is asked for)."""
-    curves = LeafCurves(query.neighbouring)
+def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> tuple[CurvePoint, ...]:
+    """ε after each step count: the accountant asked for (``best``: the smaller certified one at each point); the
+    tight accountant is run only where it is asked for."""
+    events = [query.prefix_at(t) for t in steps]
+    rdp_answers = epsilon_from_rdp_rows(
+        LeafCurves(events, query.neighbouring), len(events), query.delta, query.orders, query.refine
+    )
+    tight_answers: Sequence[AccountantResult | None] = [None] * len(events)
+    if query.accountant != "rdp":
+        if query.tight_along is not None:
+            tight_answers = query.tight_along(steps)
+        else:
+            tight_answers = tight_epsilons(events, query.neighbouring, query.delta)
     points: list[CurvePoint] = []
-    for t in steps:
-        event = query.prefix_at(t)
-        rdp = epsilon_from_rdp(curves.curve(event), query.delta, query.orders, query.refine).value
+    for t, conversion, tight in zip(steps, rdp_answers, tight_answers, strict=True):
+        rdp = conversion.value
         candidates = [("rdp", rdp)]
-        if query.accountant != "rdp":
-            tight = tight_at(t)
+        if tight is not None:
             if tight.applicable and tight.epsilon is not None:
                 candidates.append(("tight", tight.epsilon))
             elif query.accountant == "tight":

@@ -141,44 +141,105 @@ _ZOOM_MIN_ROUNDS = 2
 _ZOOM_MAX_ROUNDS = 12
 _ORDER_RTOL = 1e-10
 
+RowsObjective = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``objective(rows, orders)``: the objective of each row of ``rows`` at the orders in the same row of ``orders``."""
+
 
 def refine_order(objective: Callable[[np.ndarray], np.ndarray], lo: float, hi: float) -> tuple[float, float]:
-    """Minimise a function of the order on [lo, hi] by vectorised zooms of 17 points.
+    """Minimise a function of the order on [lo, hi] (:func:`refine_orders` for one function).
+
+    Returns (value, order); the value is the objective at that order, so it is a valid bound whatever the accuracy
+    of the minimisation."""
+    values, orders = refine_orders(
+        lambda _rows, a: objective(a.ravel()).reshape(a.shape), np.array([lo]), np.array([hi])
+    )
+    return float(values[0]), float(orders[0])
+
+
+def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise several functions of the order, function j on [lo[j], hi[j]], by vectorised zooms of 17 points
+    (all functions' points in one call per round).
 
     From the second round on, a parabola through the best point and its neighbours predicts the minimum; when the
     value at its vertex matches the prediction (the function is locally quadratic), or the predicted gain is below
     1e-10 relative, the search stops: in the smooth case after two rounds and one vertex, within ~1e-12 relative of
-    the true minimum. Where it does not match (a kink,
-    e.g. where a subsampled Gaussian's moments blow up) the zoom continues down to a spacing of 1e-10·α.
+    the true minimum. Where it does not match (a kink, e.g. where a subsampled Gaussian's moments blow up) the zoom
+    continues down to a spacing of 1e-10·α. Each function's search is the same as if it were alone.
 
-    Returns (value, order); the value is the objective at that order, so it is a valid bound whatever the accuracy
-    of the minimisation."""
-    best_value, best_order = math.inf, lo
+    Returns (values, orders); each value is its objective at that order."""
+    lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    best_value, best_order = np.full(lo.size, np.inf), lo.copy()
+    active = np.arange(lo.size)
+    steps = np.arange(_ZOOM_POINTS)
     for round_ in range(1, _ZOOM_MAX_ROUNDS + 1):
-        points = np.linspace(lo, hi, _ZOOM_POINTS)
-        values = objective(points)
-        k = int(np.argmin(values))
-        if values[k] < best_value:
-            best_value, best_order = float(values[k]), float(points[k])
-        spacing = points[1] - points[0]
-        if round_ >= _ZOOM_MIN_ROUNDS and 0 < k < _ZOOM_POINTS - 1:
-            left, mid, right = (float(v) for v in values[k - 1 : k + 2])
-            curvature = left - 2.0 * mid + right
-            if math.isfinite(curvature) and curvature > 0.0:
-                predicted = mid - (left - right) ** 2 / (8.0 * curvature)
-                vertex = float(points[k] + spacing * 0.5 * (left - right) / curvature)
-                value = float(objective(np.array([vertex]))[0])
-                if value < best_value:
-                    best_value, best_order = value, vertex
-                gain = mid - predicted
-                # stop when the parabola is a good model, or when it promises no more than the values' own noise
-                # (the fractional-order series is accurate to ~1e-10 relative)
-                if gain <= 1e-10 * abs(mid) or abs(value - predicted) <= 1e-3 * gain + 1e-13 * abs(value):
-                    break
-        if spacing <= _ORDER_RTOL * float(points[k]):
+        if not active.size:
             break
-        lo, hi = float(points[max(k - 1, 0)]), float(points[min(k + 1, _ZOOM_POINTS - 1)])
+        points = np.linspace(lo[active], hi[active], _ZOOM_POINTS, axis=1)
+        values = objective(active, points)
+        k = np.argmin(values, axis=1)
+        at_k = values[np.arange(active.size), k]
+        improved = at_k < best_value[active]
+        best_value[active[improved]] = at_k[improved]
+        best_order[active[improved]] = points[improved, k[improved]]
+        spacing = points[:, 1] - points[:, 0]
+        done = np.zeros(active.size, dtype=bool)
+        if round_ >= _ZOOM_MIN_ROUNDS:
+            done |= _parabola_step(objective, active, points, values, k, spacing, best_value, best_order)
+        done |= spacing <= _ORDER_RTOL * points[np.arange(active.size), k]
+        lo[active] = points[np.arange(active.size), np.maximum(k - 1, 0)]
+        hi[active] = points[np.arange(active.size), np.minimum(k + 1, steps[-1])]
+        active = active[~done]
     return best_value, best_order
+
+
+def _parabola_step(
+    objective: RowsObjective,
+    active: np.ndarray,
+    points: np.ndarray,
+    values: np.ndarray,
+    k: np.ndarray,
+    spacing: np.ndarray,
+    best_value: np.ndarray,
+    best_order: np.ndarray,
+) -> np.ndarray:
+    """Where the best point is interior, evaluate the vertex of the parabola through it and its neighbours (updating
+    the best values in place); True where the search may stop (see :func:`refine_orders`)."""
+    done = np.zeros(active.size, dtype=bool)
+    interior = np.flatnonzero((k > 0) & (k < _ZOOM_POINTS - 1))
+    if not interior.size:
+        return done
+    kk = k[interior]
+    left, mid, right = (values[interior, kk + shift] for shift in (-1, 0, 1))
+    with np.errstate(invalid="ignore", over="ignore"):
+        curvature = left - 2.0 * mid + right
+    convex = np.isfinite(curvature) & (curvature > 0.0)
+    rows, kk, left, mid, right, curvature = (x[convex] for x in (interior, kk, left, mid, right, curvature))
+    if not rows.size:
+        return done
+    predicted = mid - (left - right) ** 2 / (8.0 * curvature)
+    vertex = points[rows, kk] + spacing[rows] * 0.5 * (left - right) / curvature
+    value = objective(active[rows], vertex[:, None])[:, 0]
+    better = value < best_value[active[rows]]
+    best_value[active[rows[better]]] = value[better]
+    best_order[active[rows[better]]] = vertex[better]
+    gain = mid - predicted
+    # stop when the parabola is a good model, or when it promises no more than the values' own noise
+    # (the fractional-order series is accurate to ~1e-10 relative)
+    done[rows] = (gain <= 1e-10 * np.abs(mid)) | (np.abs(value - predicted) <= 1e-3 * gain + 1e-13 * np.abs(value))
+    return done
+
+
+RowsCurve = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``curve(rows, orders)``: the Rényi curve of each row of ``rows`` at the orders in the same row of ``orders``."""
+
+
+def epsilon_from_rdp_rows(
+    curve: RowsCurve, count: int, delta: float, orders: np.ndarray | None = None, refine: bool = True
+) -> list[Conversion]:
+    """:func:`epsilon_from_rdp` for ``count`` curves at once (e.g. one run's prefixes): each answer is the one its
+    curve would get alone; the curves are evaluated together (one call per zoom round)."""
+    objective = functools.partial(epsilon_by_order, delta=check.delta("delta", delta))
+    return _optimise_rows(curve, count, objective, _grid(orders), refine, floor=0.0)
 
 
 def _optimise(
@@ -190,43 +251,65 @@ def _optimise(
 ) -> Conversion:
     """Minimise ``objective`` (ε, or log δ) over the grid and, with ``refine``, continuously; ``floor`` is the
     objective's least possible value (ε = 0), where there is nothing left to refine or warn about."""
-    rdp = curve(grid)
+    return _optimise_rows(lambda _rows, a: curve(a.ravel()).reshape(a.shape), 1, objective, grid, refine, floor)[0]
+
+
+def _optimise_rows(
+    curve: RowsCurve, count: int, objective: Objective, grid: np.ndarray, refine: bool, floor: float
+) -> list[Conversion]:
+    """:func:`_optimise` for ``count`` curves, their grid values, extensions and zooms evaluated together."""
+    every = np.arange(count)
+    rdp = curve(every, np.broadcast_to(grid, (count, grid.size)))
     values = objective(grid, rdp)
-    if not np.isfinite(values).any():
-        return Conversion(math.inf, float(grid[0]), grid, rdp, ("no finite bound at any order",))
+    # candidate orders: the grid, extended geometrically where the optimum sits on its upper edge
+    candidates, scores = np.broadcast_to(grid, (count, grid.size)), values
+    extension = upward_extension(grid)
+    extend = np.flatnonzero(np.argmin(values, axis=1) == grid.size - 1) if refine and extension.size else every[:0]
+    if extend.size:
+        wide = np.full((count, extension.size), np.inf)
+        orders = np.broadcast_to(extension, (extend.size, extension.size))
+        wide[extend] = objective(orders, curve(extend, orders))
+        candidates = np.concatenate((candidates, np.broadcast_to(extension, (count, extension.size))), axis=1)
+        scores = np.concatenate((scores, wide), axis=1)
+    best = np.argmin(scores, axis=1)
+    best_value, best_order = scores[every, best], candidates[every, best]
+    highest = np.where(np.isin(every, extend), candidates[0, -1], grid[-1])
 
-    # candidate orders: the grid, extended geometrically while the optimum sits on its upper edge
-    candidates, scores = grid, values
-    if refine and int(np.argmin(scores)) == candidates.size - 1:
-        extension = upward_extension(candidates)
-        if extension.size:
-            candidates = np.concatenate((candidates, extension))
-            scores = np.concatenate((scores, objective(extension, curve(extension))))
-    best = int(np.argmin(scores))
-    best_value, best_order = float(scores[best]), float(candidates[best])
+    zoom = np.flatnonzero(np.isfinite(best_value) & (best_value > floor)) if refine else every[:0]
+    lo = np.where(best > 0, candidates[every, np.maximum(best - 1, 0)], MIN_CONVERSION_ORDER * (1 + 1e-9))
+    hi = np.where(
+        best + 1 < np.where(np.isin(every, extend), candidates.shape[1], grid.size),
+        candidates[every, np.minimum(best + 1, candidates.shape[1] - 1)],
+        best_order,
+    )
+    zoom = zoom[hi[zoom] > lo[zoom]]
+    if zoom.size:
+        refined, at = refine_orders(lambda rows, a: objective(a, curve(zoom[rows], a)), lo[zoom], hi[zoom])
+        better = refined < best_value[zoom]
+        best_value[zoom[better]], best_order[zoom[better]] = refined[better], at[better]
 
-    if refine and best_value > floor:
-        lo = float(candidates[best - 1]) if best > 0 else MIN_CONVERSION_ORDER * (1 + 1e-9)
-        hi = float(candidates[best + 1]) if best + 1 < candidates.size else best_order
-        if hi > lo:
-            value, order = refine_order(lambda a: objective(a, curve(a)), lo, hi)
-            if value < best_value:
-                best_value, best_order = value, order
-
-    warnings: list[str] = []
     lowest = MIN_CONVERSION_ORDER if refine else float(grid[0])
-    highest = float(candidates[-1])
-    if best_value > floor and best_order <= lowest * (1 + 1e-3):
-        warnings.append(
-            f"optimal order {best_order:.6g} is at the lower edge of the usable orders ({lowest:g}); "
-            "the bound is loose in this regime (very large ε): add smaller orders or use a tight accountant"
+    return [
+        Conversion(float(v), float(a), grid, rdp[j], _edge_warnings(float(v), float(a), floor, lowest, float(h)))
+        if np.isfinite(values[j]).any()
+        else Conversion(math.inf, float(grid[0]), grid, rdp[j], ("no finite bound at any order",))
+        for j, (v, a, h) in enumerate(zip(best_value, best_order, highest, strict=True))
+    ]
+
+
+def _edge_warnings(value: float, order: float, floor: float, lowest: float, highest: float) -> tuple[str, ...]:
+    """A warning where the optimal order sits at the lower or upper edge of the usable orders."""
+    if value > floor and order <= lowest * (1 + 1e-3):
+        return (
+            f"optimal order {order:.6g} is at the lower edge of the usable orders ({lowest:g}); "
+            "the bound is loose in this regime (very large ε): add smaller orders or use a tight accountant",
         )
-    elif best_value > floor and best_order >= highest * (1 - 1e-3):
-        warnings.append(
-            f"optimal order {best_order:.6g} is at the upper edge of the order grid ({highest:g}); "
-            "extend the orders upwards for a tighter bound"
+    if value > floor and order >= highest * (1 - 1e-3):
+        return (
+            f"optimal order {order:.6g} is at the upper edge of the order grid ({highest:g}); "
+            "extend the orders upwards for a tighter bound",
         )
-    return Conversion(best_value, best_order, grid, rdp, tuple(warnings))
+    return ()
 
 
 # -- curves linear in the order: ε(α) = ρα (zCDP-like), solved exactly ------------------------------------------------

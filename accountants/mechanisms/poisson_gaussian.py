@@ -105,8 +105,19 @@ def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     return np.asarray(np.maximum(out, 0.0))
 
 
-@lru_cache(maxsize=256)
+_CACHED_LAYOUT_ORDERS = 256
+"""Layouts of at most this many orders (an order grid, a zoom round) are cached; larger ones (many checkpoints'
+zooms at once, ~3 kB per order) are not kept."""
+
+
 def _fractional_layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
+    """:func:`_layout`, cached for inputs of at most :data:`_CACHED_LAYOUT_ORDERS` orders."""
+    if len(orders) <= _CACHED_LAYOUT_ORDERS:
+        return _cached_layout(orders, n_terms)
+    return _layout(orders, n_terms)
+
+
+def _layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
     """σ-independent parts of the fractional series: i and i² − i, log|C(α, i)| and its sign, the distinct values
     of j = α − i with j² − j, where each (α, i) finds its j, and the orders as an array."""
     i = np.arange(n_terms, dtype=float)
@@ -114,8 +125,14 @@ def _fractional_layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndar
     j = alphas[:, None] - i[None, :]
     log_binom = special.gammaln(alphas + 1)[:, None] - special.gammaln(i + 1)[None, :] - special.gammaln(j + 1)
     sign = special.gammasgn(j + 1)
-    j_values, j_index = np.unique(j, return_inverse=True)
+    if np.unique(np.mod(alphas, 1.0)).size == alphas.size:  # j = α − i repeats only across orders an integer apart
+        j_values, j_index = j.ravel(), np.arange(j.size)
+    else:
+        j_values, j_index = np.unique(j, return_inverse=True)
     return i, i * i - i, log_binom, sign, j_values, j_values**2 - j_values, j_index.reshape(j.shape), alphas
+
+
+_cached_layout = lru_cache(maxsize=256)(_layout)
 
 
 def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,6 @@ from ..reports import (
     choose_accountant,
 )
 from ..statement import privacy_statement
-from ..tight import tight_epsilon
 from .grammar import Tree, read_tree
 from .pointer import number_at, tokens, with_number
 
@@ -102,8 +101,7 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
         accounted_delta = plan.accounted_delta(c.delta)
         query = CurveQuery(lambda t: _prefix(tree, t), c.neighbouring, accounted_delta, c.accountant, c.grid, c.refine)
         steps = checkpoint_steps(c.checkpoints, tree.releases)
-        curve = epsilon_curve(query, steps, lambda t: tight_epsilon(_prefix(tree, t), c.neighbouring, accounted_delta))
-        report = replace(report, curve=curve)
+        report = replace(report, curve=epsilon_curve(query, steps))
     if c.statement:
         report = replace(report, statement=privacy_statement(report, "this composition of mechanisms"))
     return report

@@ -76,10 +76,15 @@ def test_checkpoints_equal_separate_privacy_calls(http, accountant):
         params = MNIST | {"epochs": None, "steps": point["steps"]}
         params.pop("epochs")
         alone = http.post("/v1/privacy", json=body | {"params": params}).json()
-        assert point["epsilon"] == pytest.approx(alone["epsilon"], rel=1e-9)
+        # rdp: the same conversion; tight: each checkpoint's PLD starts near the previous one's answer, within the
+        # PLD's stated accuracy (1e-4 relative) of a query on its own
+        tolerance = 1e-9 if point["accountant"] == "rdp" else 1e-4
+        assert point["epsilon"] == pytest.approx(alone["epsilon"], rel=tolerance)
         assert point["accountant"] == alone["accountant"]
         assert point["epochs"] == pytest.approx(point["steps"] * 256 / 60000)
-    assert answer["curve"][-1]["epsilon"] == pytest.approx(answer["epsilon"], rel=1e-12)
+    assert answer["curve"][-1]["epsilon"] == pytest.approx(
+        answer["epsilon"], rel=1e-12 if accountant == "rdp" else 1e-4
+    )
 
 
 def test_epochs_checkpoints_end_each_epoch(http):

@@ -105,10 +105,11 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
             query.orders,
             query.refine,
             epochs_at=lambda t: t / per_epoch,
+            tight_along=(lambda ts: [_tight_result(p, z, d, t) for t in ts])
+            if p.batch_size == p.dataset_size
+            else None,
         )
-        return epsilon_curve(
-            curve, checkpoint_steps(checkpoints, steps, epoch_steps), lambda t: _tight_result(p, z, d, t)
-        )
+        return epsilon_curve(curve, checkpoint_steps(checkpoints, steps, epoch_steps))
 
     # -- calibration -----------------------------------------------------------------------------------------------
 
