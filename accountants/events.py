@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy import stats
+
 from . import validation as check
 from .errors import ParameterError
 
@@ -54,6 +56,36 @@ class PoissonSampledEvent(DpEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check.probability("sampling_rate", self.sampling_rate))
         _require_event("event", self.event)
+
+
+@dataclass(frozen=True)
+class TruncatedPoissonSampledEvent(DpEvent):
+    """Poisson sampling with rate ``sampling_rate`` from ``dataset_size`` records, the sample cut to a uniformly random
+    subset of ``max_batch_size`` records where it is larger; ``event`` (a Gaussian, multiplier relative to the
+    add/remove sensitivity, as in :class:`PoissonSampledEvent`) runs on the batch. dp_accounting 0.6.0's
+    ``TruncatedSubsampledGaussianDpEvent`` (arXiv 2508.15089); accounted under add/remove neighbours."""
+
+    dataset_size: int
+    sampling_rate: float
+    max_batch_size: int
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        n = check.positive_int("dataset_size", self.dataset_size)
+        object.__setattr__(self, "dataset_size", n)
+        object.__setattr__(self, "sampling_rate", check.probability("sampling_rate", self.sampling_rate))
+        object.__setattr__(self, "max_batch_size", check.positive_int("max_batch_size", self.max_batch_size))
+        _require_event("event", self.event)
+
+    def truncation(self) -> tuple[float, float]:
+        """(p, q′): the probability that the batch is cut given the record is sampled, P(Bin(n − 1, q) ≥ B), and the
+        record's inclusion probability given a cut, P(Bin(n, q) > B)·B/(p·n) (arXiv 2508.15089; dp_accounting
+        0.6.0's ``from_truncated_subsampled_gaussian_mechanism``). p = 0 where B ≥ n."""
+        n, q, b = self.dataset_size, self.sampling_rate, self.max_batch_size
+        cut = float(stats.binom.sf(b - 1, n - 1, q)) if b <= n - 1 else 0.0
+        if cut <= 0.0:
+            return 0.0, 0.0
+        return cut, min(1.0, float(stats.binom.sf(b, n, q)) * b / (cut * n))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ event                                         Rényi curve ε(α)
                                               record (Mironov 2017, Prop. 11, p = 2):
                                               ((α − ½)/(α − 1))·ε(2α) + ε(2α − 1)
 ``SampledWithoutReplacementEvent(n, m, G…)``  Wang–Balle–Kasiviswanathan 2019, Thm. 27 (replace-one only)
+``TruncatedPoissonSampledEvent(n, q, B, G)``  mixture of the Poisson curve and a replace-one curve at the cut
+                                              (arXiv 2508.15089; add/remove only; see :meth:`RdpAccountant._truncated`)
 ``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
                                               mechanism at every order (Kairouz, Oh & Viswanath 2015;
                                               :func:`~accountants.mechanisms.pure_composition.pure_dp_rdp`)
@@ -31,6 +33,7 @@ Gaussian with the same total, multiplier (Σ zᵢ⁻²)^{−1/2}.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal, get_args
 
@@ -50,6 +53,7 @@ from .events import (
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    TruncatedPoissonSampledEvent,
     ZCdpEvent,
     gaussian_mu,
     non_gaussian_leaf,
@@ -140,6 +144,8 @@ class RdpAccountant:
             if self.neighbouring == "add-remove":
                 return [(count, lambda a: poisson_gaussian.rdp_kernel(q, z, a))]
             return [(count, lambda a: _replace_one_by_triangle(q, z, a))]
+        if isinstance(event, TruncatedPoissonSampledEvent):
+            return [(count, self._truncated(event))]
         if isinstance(event, SampledWithoutReplacementEvent):
             if self.neighbouring != "replace-one":
                 raise UnsupportedEventError(
@@ -151,7 +157,33 @@ class RdpAccountant:
             return [(count, lambda a: sampled_wor_gaussian.rdp_kernel(gamma, z, a))]
         raise UnsupportedEventError(event, "no Rényi curve is known for this event type")
 
-    def _gaussian_multiplier(self, event: PoissonSampledEvent | SampledWithoutReplacementEvent) -> float:
+    def _truncated(self, event: TruncatedPoissonSampledEvent) -> Curve:
+        """The revealed-coin mixture of arXiv 2508.15089 (dp_accounting 0.6.0): with probability 1 − p no cut (the
+        Poisson-subsampled Gaussian, MTZ19), with probability p a cut (a replace-one Poisson-sampled Gaussian at q′
+        whose contributions have norm 2C, i.e. multiplier z/2). Revealing the coin only helps the adversary, and the
+        Rényi moment of a revealed mixture is the mixture of the moments:
+        ε(α) = log[(1 − p)e^{(α−1)ε₁(α)} + p·e^{(α−1)ε₂(α)}]/(α − 1), each εᵢ bounding both directions."""
+        if self.neighbouring != "add-remove":
+            raise UnsupportedEventError(
+                event, "truncated Poisson sampling is accounted under add/remove neighbours only"
+            )
+        q, z = event.sampling_rate, self._gaussian_multiplier(event)
+        cut, q_cut = event.truncation()
+
+        def curve(a: np.ndarray) -> np.ndarray:
+            plain = poisson_gaussian.rdp_kernel(q, z, a)
+            if cut == 0.0:
+                return plain
+            displaced = _replace_one_by_triangle(q_cut, 0.5 * z, a)
+            with np.errstate(over="ignore", invalid="ignore"):
+                log_moment = np.logaddexp(math.log1p(-cut) + (a - 1.0) * plain, math.log(cut) + (a - 1.0) * displaced)
+            return np.asarray(log_moment / (a - 1.0))
+
+        return curve
+
+    def _gaussian_multiplier(
+        self, event: PoissonSampledEvent | SampledWithoutReplacementEvent | TruncatedPoissonSampledEvent
+    ) -> float:
         """Multiplier of the single Gaussian equivalent to the sampled (composition of) Gaussian(s)."""
         leaf = non_gaussian_leaf(event.event)
         if leaf is not None:

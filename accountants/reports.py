@@ -33,6 +33,9 @@ class Guarantee(enum.Enum):
     """A paper's statement that dpcal's own accountants confirm (an upper bound)."""
     PAPER_AS_PRINTED = "paper-as-printed"
     """A paper's statement that is not certified: shown, never chosen by ``best``."""
+    NOT_VALID = "not-valid"
+    """A number shown for comparison that does not hold for this configuration (e.g. the Poisson ε of a shuffling
+    loader): never chosen."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class AccountantResult:
 
     @property
     def counts_for_best(self) -> bool:
-        return self.applicable and self.kind is not Guarantee.PAPER_AS_PRINTED
+        return self.applicable and self.kind not in (Guarantee.PAPER_AS_PRINTED, Guarantee.NOT_VALID)
 
     def __post_init__(self) -> None:
         if self.calibrated_value is None and self.noise_multiplier is not None:

@@ -40,6 +40,12 @@ def privacy_statement(answer: Answer, subject: str) -> str:
             "consecutive batches), this ε does not apply to it: no amplification by sampling is proven for such "
             "a loader, and its guarantee must be computed without it, which gives a much larger ε."
         )
+    for result in answer.accountants:
+        if result.kind is Guarantee.NOT_VALID and result.epsilon is not None:
+            parts.append(
+                f"For comparison only: {result.method} gives ε = {result.epsilon:.4g}, which is not valid for this "
+                f"configuration ({result.reason})."
+            )
     parts.append(f"Noise convention: {c.noise_multiplier_definition}.")
     parts.extend(_paper(answer))
     if answer.warnings:

@@ -19,7 +19,14 @@ import numpy as np
 from .. import gdp
 from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
 from ..errors import CalibrationError, ParameterError
-from ..events import PoissonSampledEvent, RandomizedResponseEvent, SampledWithoutReplacementEvent, leaves, prefix
+from ..events import (
+    PoissonSampledEvent,
+    RandomizedResponseEvent,
+    SampledWithoutReplacementEvent,
+    TruncatedPoissonSampledEvent,
+    leaves,
+    prefix,
+)
 from ..family import Cost
 from ..knobs import KNOBS, KnobRule, calibrate_integer
 from ..plan_accounting import account_plan, calibrate_plan
@@ -122,6 +129,11 @@ def conventions(tree: Tree, neighbouring: Neighbouring) -> Conventions:
             sampling.append(f"Poisson sampling with rate q = {leaf.sampling_rate:g}")
         elif isinstance(leaf, SampledWithoutReplacementEvent):
             sampling.append(f"sampling without replacement of {leaf.sample_size} of {leaf.dataset_size}")
+        elif isinstance(leaf, TruncatedPoissonSampledEvent):
+            sampling.append(
+                f"truncated Poisson sampling with rate q = {leaf.sampling_rate:g} from {leaf.dataset_size} records, "
+                f"batches cut to {leaf.max_batch_size}"
+            )
     described = "; ".join(dict.fromkeys(sampling)) or "none: every release sees the whole dataset"
     return Conventions(
         neighbouring=neighbouring,
@@ -139,6 +151,7 @@ def _warnings(tree: Tree) -> list[str]:
         + (f", δ = {node.reserved_delta:g} spent outside them (taken from δ)" if node.reserved_delta else "")
         for node in tree.algorithms
     ]
+    notes.extend(tree.notes)
     if any(isinstance(leaf, RandomizedResponseEvent) and leaf.num_buckets > 2 for _, leaf in leaves(tree.event)):
         notes.append("randomized response with more than 2 buckets is accounted as an ε-DP release (an upper bound)")
     return notes

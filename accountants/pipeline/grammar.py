@@ -11,6 +11,10 @@
 ``zcdp``                           ``rho`` ρ ≥ 0 (any ρ-zCDP release)
 ``poisson-sampled``                ``sampling_rate`` q ∈ (0, 1], ``mechanism``
 ``sampled-without-replacement``    ``dataset_size`` n, ``sample_size`` m ≤ n, ``mechanism``
+``truncated-poisson-sampled``      ``dataset_size`` n, ``sampling_rate`` q, ``max_batch_size`` B, ``mechanism`` (a
+                                   Gaussian: Poisson sampling, the batch cut to B; add-remove only)
+``shuffled``, ``balls-in-bins``    ``epochs`` E, ``mechanism``: a loader that puts each record in exactly one batch
+                                   per epoch; accounted as E runs of ``mechanism`` (no amplification claimed)
 ``repeated``                       ``count`` k, ``mechanism`` (run k times, adaptively)
 ``sequence``                       ``mechanisms``: a list of events, run in order
 ``algorithm``                      ``algorithm`` (a registered id), ``params``: that family's mechanism plan
@@ -41,6 +45,7 @@ from ..events import (
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    TruncatedPoissonSampledEvent,
     ZCdpEvent,
     release_count,
 )
@@ -63,6 +68,9 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "zcdp": ("rho",),
     "poisson-sampled": ("sampling_rate", "mechanism"),
     "sampled-without-replacement": ("dataset_size", "sample_size", "mechanism"),
+    "truncated-poisson-sampled": ("dataset_size", "sampling_rate", "max_batch_size", "mechanism"),
+    "shuffled": ("epochs", "mechanism"),
+    "balls-in-bins": ("epochs", "mechanism"),
     "repeated": ("count", "mechanism"),
     "sequence": ("mechanisms",),
     "algorithm": ("algorithm", "params"),
@@ -89,6 +97,8 @@ class Tree:
     event: DpEvent
     reserved_delta: float
     algorithms: tuple[AlgorithmNode, ...]
+    notes: tuple[str, ...] = ()
+    """What the reader noticed that the answer must say (e.g. a loader accounted without amplification)."""
 
     @property
     def releases(self) -> int:
@@ -99,7 +109,7 @@ def read_tree(tree: object, delta: float, neighbouring: Neighbouring, root: Path
     """The event tree of the JSON value ``tree``; :class:`ParameterError` naming the path of every problem."""
     reader = _Reader(delta, neighbouring)
     event = reader.node(tree, root, 1, 1)
-    return Tree(event, reader.reserved_delta, tuple(reader.algorithms))
+    return Tree(event, reader.reserved_delta, tuple(reader.algorithms), tuple(dict.fromkeys(reader.notes)))
 
 
 class _Reader:
@@ -108,6 +118,7 @@ class _Reader:
         self.nodes = 0
         self.reserved_delta = 0.0
         self.algorithms: list[AlgorithmNode] = []
+        self.notes: list[str] = []
 
     def node(self, value: object, path: Path, depth: int, multiplicity: int) -> DpEvent:
         """One node at ``path``; ``multiplicity``: how often it runs (the counts above it multiplied)."""
@@ -154,6 +165,20 @@ class _Reader:
             m = _located(path, lambda: check.positive_int("sample_size", v["sample_size"], maximum=n))
             inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity)
             return SampledWithoutReplacementEvent(n, m, inner)
+        if kind == "truncated-poisson-sampled":
+            n = _located(path, lambda: check.positive_int("dataset_size", v["dataset_size"]))
+            rate = _located(path, lambda: check.probability("sampling_rate", v["sampling_rate"]))
+            cap = _located(path, lambda: check.positive_int("max_batch_size", v["max_batch_size"]))
+            inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity)
+            return _located(path, lambda: TruncatedPoissonSampledEvent(n, rate, cap, inner))
+        if kind in ("shuffled", "balls-in-bins"):
+            epochs = _located(path, lambda: check.positive_int("epochs", v["epochs"], maximum=MAX_RELEASES))
+            inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity * epochs)
+            self.notes.append(
+                f"{pointer_path(path)} ({kind}): each record is in exactly one batch per epoch, accounted as one run "
+                "of its mechanism per epoch; no amplification by the loader's randomness is claimed"
+            )
+            return inner if epochs == 1 else SelfComposedEvent(inner, epochs)
         if kind == "repeated":
             count = _located(path, lambda: check.positive_int("count", v["count"], maximum=MAX_RELEASES))
             inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity * count)

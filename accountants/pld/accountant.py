@@ -15,6 +15,9 @@ event                                                  pair(s)
 ``PoissonSampledEvent(q, Gaussian… | Laplace)``        add/remove: the remove pair and, separately, the add pair;
                                                        replace-one (Gaussian only): the replace pair
 ``SampledWithoutReplacementEvent(n, m, Gaussian…)``    replace-one only: the symmetrized remove pair at γ = m/n
+``TruncatedPoissonSampledEvent(n, q, B, Gaussian…)``   add/remove only: the mixture (revealed coin) of the Poisson
+                                                       pair (no cut, 1 − p) and the replace-one pair at q′ with
+                                                       multiplier z/2 (a cut, p) (arXiv 2508.15089)
 ``SelfComposedEvent``, ``ComposedEvent``               counts and heterogeneous composition
 =====================================================  ==============================================================
 
@@ -50,6 +53,7 @@ from ..events import (
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    TruncatedPoissonSampledEvent,
     gaussian_mu,
     non_gaussian_leaf,
 )
@@ -61,6 +65,7 @@ from .pairs import (
     DominatingPair,
     GaussianPair,
     LaplacePair,
+    MixturePair,
     PoissonAddPair,
     PoissonRemovePair,
     RandomizedResponsePair,
@@ -216,6 +221,8 @@ class PldAccountant:
             yield count, RandomizedResponsePair(float(event.epsilon or 0.0))
         elif isinstance(event, PoissonSampledEvent):
             yield count, self._poisson(event)
+        elif isinstance(event, TruncatedPoissonSampledEvent):
+            yield count, self._truncated(event)
         elif isinstance(event, SampledWithoutReplacementEvent):
             if self.neighbouring != "replace-one":
                 raise UnsupportedEventError(
@@ -226,6 +233,18 @@ class PldAccountant:
             yield count, SymmetrizedPair(PoissonRemovePair(GaussianPair(mu), gamma))
         else:
             raise UnsupportedEventError(event, "no dominating pair is known for this event type", "PLD")
+
+    def _truncated(self, event: TruncatedPoissonSampledEvent) -> DominatingPair:
+        if self.neighbouring != "add-remove":
+            raise UnsupportedEventError(
+                event, "truncated Poisson sampling is accounted under add/remove neighbours only", "PLD"
+            )
+        mu = _gaussian_tree_mu(event, event.event)
+        cut, q_cut = event.truncation()
+        plain = _SampledPair(GaussianPair(mu), event.sampling_rate)
+        if cut == 0.0:
+            return plain
+        return _TruncatedPair(plain, cut, ReplaceOnePoissonPair(q_cut, 0.5 / mu))
 
     def _poisson(self, event: PoissonSampledEvent) -> DominatingPair:
         base: BasePair
@@ -258,12 +277,37 @@ class _SampledPair(DominatingPair):
         return PoissonRemovePair(self.base, self.sampling_rate).loss_range(tail)
 
 
+@dataclass(frozen=True)
+class _TruncatedPair(DominatingPair):
+    """A truncated Poisson-sampled Gaussian before the direction is chosen: no cut (the Poisson pair) with probability
+    1 − ``cut``, else the symmetric replace-one pair ``displaced``."""
+
+    plain: _SampledPair
+    cut: float
+    displaced: DominatingPair
+    symmetric = False
+
+    def directed(self, add: bool) -> DominatingPair:
+        inner = _as_add(self.plain) if add else _as_remove(self.plain)
+        return MixturePair(((1.0 - self.cut, inner), (self.cut, self.displaced)))
+
+    def survival(self, losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.directed(add=False).survival(losses)
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        return self.directed(add=False).loss_range(tail)
+
+
 def _as_remove(pair: DominatingPair) -> DominatingPair:
+    if isinstance(pair, _TruncatedPair):
+        return pair.directed(add=False)
     assert isinstance(pair, _SampledPair)
     return PoissonRemovePair(pair.base, pair.sampling_rate)
 
 
 def _as_add(pair: DominatingPair) -> DominatingPair:
+    if isinstance(pair, _TruncatedPair):
+        return pair.directed(add=True)
     assert isinstance(pair, _SampledPair)
     return PoissonAddPair(pair.base, pair.sampling_rate)
 

@@ -20,6 +20,9 @@ pair                                  dominates
 :class:`PoissonAddPair` (q)           Poisson sampling, add/remove, a record added: (Q_b, (1−q)Q_b + qP_b) (ZDW22)
 :class:`ReplaceOnePoissonPair`        Poisson-sampled Gaussian, replace-one: ((1−q)N(0) + qN(−1), (1−q)N(0) + qN(1))
                                       in units of the clip norm (dp_accounting's ``REPLACE`` pair)
+:class:`MixturePair`                  the pairs' mixture with the component revealed (each component's loss law,
+                                      weighted): dominates a mechanism that runs component i with probability wᵢ
+                                      (revealing the coin only helps the adversary)
 :class:`SymmetrizedPair`              a symmetric relation whose every ordered pair obeys the inner pair's profile at
                                       ε ≥ 0 (sampling without replacement, replace-one: Balle, Barthe & Gaboardi
                                       2018, Thm. 10, with the remove pair at γ = m/n)
@@ -287,3 +290,27 @@ class SymmetrizedPair(DominatingPair):
         _, hi = self.inner.loss_range(tail)
         top = max(hi, 0.0)
         return -top, top
+
+
+@dataclass(frozen=True)
+class MixturePair(DominatingPair):
+    """Σ wᵢ(Pᵢ, Qᵢ) on the disjoint union of the components' spaces (the component revealed): the loss at a point of
+    component i is that component's loss, so S_P = Σ wᵢ S_{Pᵢ} and S_Q = Σ wᵢ S_{Qᵢ}."""
+
+    components: tuple[tuple[float, DominatingPair], ...]
+
+    @property
+    def symmetric(self) -> bool:  # type: ignore[override]  # the class attribute of the base, computed here
+        return all(pair.symmetric for _, pair in self.components)
+
+    def survival(self, losses: np.ndarray) -> Survivals:
+        p_total, q_total = np.zeros(np.shape(losses)), np.zeros(np.shape(losses))
+        for weight, pair in self.components:
+            p_part, q_part = pair.survival(losses)
+            p_total += weight * np.asarray(p_part)
+            q_total += weight * np.asarray(q_part)
+        return p_total, q_total
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        ranges = [pair.loss_range(tail) for _, pair in self.components]
+        return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)

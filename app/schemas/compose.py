@@ -61,6 +61,29 @@ EVENT_SCHEMA: dict[str, Any] = {
             sample_size={"type": "integer"},
             mechanism=_EVENT_REF,
         ),
+        _variant(
+            "truncated-poisson-sampled",
+            "Poisson sampling at sampling_rate from dataset_size records, the batch cut to a uniformly random "
+            "max_batch_size records where larger (add-remove neighbours only; mechanism: a Gaussian).",
+            dataset_size={"type": "integer"},
+            sampling_rate=_NUMBER,
+            max_batch_size={"type": "integer"},
+            mechanism=_EVENT_REF,
+        ),
+        _variant(
+            "shuffled",
+            "A shuffling loader over epochs: each record in exactly one batch per epoch; accounted as one run of "
+            "mechanism per epoch (no amplification claimed).",
+            epochs={"type": "integer"},
+            mechanism=_EVENT_REF,
+        ),
+        _variant(
+            "balls-in-bins",
+            "Random allocation over epochs: each record in one uniformly random batch per epoch; accounted as one "
+            "run of mechanism per epoch (no amplification claimed).",
+            epochs={"type": "integer"},
+            mechanism=_EVENT_REF,
+        ),
         _variant("repeated", "mechanism run count times, adaptively.", count={"type": "integer"}, mechanism=_EVENT_REF),
         _variant("sequence", "mechanisms run in order.", mechanisms={"type": "array", "items": _EVENT_REF}),
         _variant(

@@ -92,7 +92,7 @@ FAMILY_BASE = {"dataset_size": 60000, "batch_size": 256, "steps": 1000, "noise_m
         ("noise_multiplier", 1e7, "<= 1e+06"),
         ("clip_norm", NAN, "> 0"),
         ("epochs", -1.0, "> 0"),
-        ("sampling", "shuffle", "poisson, fixed-size"),
+        ("sampling", "cyclic", "poisson, fixed-size, shuffle, balls-in-bins, truncated-poisson"),
         ("neighbouring", "swap", "add-remove, replace-one"),
         ("dataset_size", 10**13, "<= 1e+12"),
     ],

@@ -26,12 +26,13 @@ from ...reports import (
     UtilityReport,
     choose_accountant,
 )
-from .params import ALGORITHM_ID, DpSgdParams, steps_and_rule
+from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, steps_and_rule
 from .privacy import (
     _NOT_ASKED,
     _PAPER_REASON,
     _UTILITY_REASON,
     _event,
+    _poisson_beside,
     _rdp_accountant,
     _rdp_method,
     _rdp_result,
@@ -60,7 +61,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         """Heavy exactly where a privacy-loss distribution is built: batches below the full dataset, when the tight
         accountant is asked for (``tight``, or ``best``, which needs its value)."""
         p = self.parse(params)
-        builds_pld = p.batch_size < p.dataset_size
+        builds_pld = not p.full_batch and p.sampling not in WITHOUT_AMPLIFICATION
         asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
         return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
 
@@ -78,6 +79,8 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
         results = [_rdp_result(p, conversion), tight]
         results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
+        if p.sampling in WITHOUT_AMPLIFICATION:
+            results.append(_poisson_beside(p, z, d, steps))
 
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
         accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
@@ -105,9 +108,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
             query.orders,
             query.refine,
             epochs_at=lambda t: t / per_epoch,
-            tight_along=(lambda ts: [_tight_result(p, z, d, t) for t in ts])
-            if p.batch_size == p.dataset_size
-            else None,
+            tight_along=(lambda ts: [_tight_result(p, z, d, t) for t in ts]) if p.full_batch else None,
         )
         return epsilon_curve(curve, checkpoint_steps(checkpoints, steps, epoch_steps))
 
@@ -136,7 +137,7 @@ def _calibrate_cached(
     rdp = _rdp_accountant(p)
     results: list[AccountantResult] = []
 
-    full_batch = p.batch_size == p.dataset_size
+    full_batch = p.full_batch
     z_gaussian = gaussian_noise_multiplier(target, d, steps) if full_batch else None
 
     def curve_of(z: float) -> Callable[[np.ndarray], np.ndarray]:

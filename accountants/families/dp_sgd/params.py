@@ -13,6 +13,10 @@ ALGORITHM_ID = "dp-sgd"
 
 MAX_COUNT = 10**12
 
+Sampler = Literal["poisson", "fixed-size", "shuffle", "balls-in-bins", "truncated-poisson"]
+WITHOUT_AMPLIFICATION = ("shuffle", "balls-in-bins")
+"""Samplers accounted as one Gaussian release per example per epoch (no amplification claimed)."""
+
 
 class DpSgdParams(ParamsModel):
     """Hyperparameters of Poisson-subsampled (or fixed-size-batch) DP-SGD."""
@@ -41,9 +45,17 @@ class DpSgdParams(ParamsModel):
     (noise_multiplier = noise_std / sensitivity)."""
     clip_norm: float = param(symbol="C", unit="gradient L2-norm units", example=1.0, gt=0, le=1e12, default=1.0)
     """Per-example L2 clipping norm; only converts between noise_multiplier and noise_std."""
-    sampling: Literal["poisson", "fixed-size"] = param(example="poisson", default="poisson")
-    """How batches are drawn: poisson (each record independently with q = b/n) or fixed-size (uniformly random subsets
-    of exactly b records, accounted under replace-one only)."""
+    sampling: Sampler = param(example="poisson", default="poisson")
+    """How batches are drawn: poisson (each record independently with q = b/n); fixed-size (uniformly random subsets
+    of exactly b records, replace-one only); shuffle (a random permutation per epoch cut into consecutive batches);
+    balls-in-bins (each record placed in one uniformly random batch of each epoch); truncated-poisson (Poisson, the
+    batch cut to a random max_batch_size records where larger; add-remove only). shuffle and balls-in-bins are
+    accounted without amplification: one Gaussian release per example per epoch."""
+    max_batch_size: int | None = param(symbol="B", unit="records", example=320, default=None, ge=1, le=MAX_COUNT)
+    """The cap of truncated-poisson batches (required there, and only there)."""
+    data_loader: Sampler | None = param(example="shuffle", default=None)
+    """What your data loader really does, if you know it differs from `sampling` (e.g. sampling='poisson' for a
+    comparison with a shuffling loader): the answer then warns that its ε does not hold for that loader."""
     neighbouring: Literal["add-remove", "replace-one"] = param(example="add-remove", default="add-remove")
     """Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the
     sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`."""
@@ -74,6 +86,25 @@ class DpSgdParams(ParamsModel):
                     self.neighbouring,
                 )
             )
+        if (self.max_batch_size is not None) != (self.sampling == "truncated-poisson"):
+            issues.append(
+                FieldIssue(
+                    ("max_batch_size",),
+                    "is required with sampling='truncated-poisson' and only there",
+                    "an integer >= 1 with truncated-poisson, else omitted",
+                    self.max_batch_size,
+                )
+            )
+        if self.sampling == "truncated-poisson" and self.neighbouring != "add-remove":
+            issues.append(
+                FieldIssue(
+                    ("neighbouring",),
+                    "truncated Poisson batches are accounted under add-remove neighbours only (arXiv 2508.15089, "
+                    "as dp_accounting 0.6.0)",
+                    "add-remove (with sampling='truncated-poisson')",
+                    self.neighbouring,
+                )
+            )
         if self.epochs is not None and self.steps is None and _steps_from_epochs(self)[0] < 1:
             issues.append(
                 FieldIssue(
@@ -84,6 +115,11 @@ class DpSgdParams(ParamsModel):
                 )
             )
         return issues
+
+    @property
+    def full_batch(self) -> bool:
+        """Every record in every batch (b = n, no cap): each step is a plain Gaussian release."""
+        return self.batch_size == self.dataset_size and self.sampling != "truncated-poisson"
 
     @property
     def sampling_rate(self) -> float:
@@ -103,6 +139,19 @@ def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
     )
 
 
+def batches_per_epoch(p: DpSgdParams) -> int:
+    """⌊n/b⌋ (at least 1): the fewest batches an epoch of a shuffling or balls-in-bins loader has (a loader that keeps
+    the last partial batch has ⌈n/b⌉), so ⌈t/⌊n/b⌋⌉ bounds the epochs begun within t steps for either loader."""
+    return max(1, p.dataset_size // p.batch_size)
+
+
+def participations(p: DpSgdParams, steps: int) -> int:
+    """How often one example can be in a batch within ``steps`` steps of a shuffling or balls-in-bins loader: once
+    per epoch begun, ⌈steps/⌊n/b⌋⌉, and at most ⌈epochs⌉ where the run is given in epochs."""
+    begun = -(-steps // batches_per_epoch(p))
+    return min(begun, math.ceil(p.epochs)) if p.epochs is not None else begun
+
+
 def steps_and_rule(p: DpSgdParams) -> tuple[int, str]:
     if p.steps is not None:
         return p.steps, f"steps as given: {p.steps}"
@@ -112,6 +161,13 @@ def steps_and_rule(p: DpSgdParams) -> tuple[int, str]:
 _SAMPLING_TEXT = {
     "poisson": "Poisson: each record joins each batch independently with probability q = batch_size/dataset_size",
     "fixed-size": "fixed-size: each batch is a uniformly random subset of exactly batch_size records",
+    "shuffle": "shuffle: each epoch a random permutation cut into consecutive batches, so each record is in exactly "
+    "one batch per epoch; accounted without amplification (one Gaussian release per record per epoch)",
+    "balls-in-bins": "balls-in-bins (random allocation): each epoch each record is placed in one uniformly random "
+    "batch; accounted without amplification (one Gaussian release per record per epoch)",
+    "truncated-poisson": "truncated Poisson: each record joins each batch independently with probability q = "
+    "batch_size/dataset_size, and a batch larger than max_batch_size is cut to a uniformly random max_batch_size "
+    "records",
 }
 _SENSITIVITY_RULE = {
     "add-remove": "sensitivity = clip_norm (one clipped gradient added or removed)",

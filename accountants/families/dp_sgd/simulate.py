@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from ...events import GaussianEvent, TruncatedPoissonSampledEvent
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, param
 from ...synthetic.logistic import logistic_data, logistic_loss, logistic_optimum
-from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores, register_simulator
-from .params import ALGORITHM_ID, DpSgdParams
+from ...verification import (
+    BlockResult,
+    Job,
+    Plan,
+    Simulator,
+    allocation_canary_scores,
+    canary_llr_scores,
+    register_simulator,
+)
+from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, participations
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
 
@@ -49,6 +58,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
         steps = report.conventions.steps
         q = p.sampling_rate
         records = pr.records or min(p.dataset_size, 2000)
+        loader = _loader(p, steps)
         resolved = {
             "kind": "logistic",
             "dimension": pr.dimension,
@@ -57,13 +67,16 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             "steps": steps,
             "sampling_rate": q,
             "canary": "gradient canary along a dedicated coordinate",
+            **loader,
         }
         optimum = None
         if job.utility:
             features, labels = logistic_data(seed, records, pr.dimension)
             optimum = logistic_optimum(features, labels)
             resolved["optimal_loss"] = optimum
-        exact = gaussian_epsilon(z, delta, steps) if p.batch_size == p.dataset_size else None
+        exact = gaussian_epsilon(z, delta, steps) if p.full_batch else None
+        if p.sampling in WITHOUT_AMPLIFICATION:
+            exact = None  # the certified value claims no amplification; the loader's true ε is unknown
         work = trials * steps * (2.0 + ((job.utility) * (q * records + 1) * pr.dimension))
         return job.plan(
             report,
@@ -77,20 +90,27 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             predicted_bound=None,
             predicted_source=None,
             prediction_note="dp-sgd has no utility bound without assumptions on the loss",
-            audit_method="gradient canary along a dedicated coordinate; score: log-likelihood ratio of the whole "
-            "transcript along it (most powerful test)",
+            audit_method="gradient canary along a dedicated coordinate, batched as the declared loader batches it ("
+            + p.sampling
+            + "); score: log-likelihood ratio of the whole transcript along it (most powerful test)",
             work=work,
         )
 
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
         p = plan.params
-        steps, q = plan.problem["steps"], plan.problem["sampling_rate"]
+        steps = plan.problem["steps"]
         result: dict[str, np.ndarray] = {}
         if "privacy-audit" in plan.checks:
             replace = p["neighbouring"] == "replace-one"
             sigma = p["noise_multiplier"] * (2.0 if replace else 1.0)  # noise std in units of C
-            result["score_in"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=True)
-            result["score_out"] = canary_llr_scores(rng, trials, steps, q, sigma, replace, inside=False)
+            problem = plan.problem
+            for inside, key in ((True, "score_in"), (False, "score_out")):
+                if "epoch_lengths" in problem:
+                    result[key] = allocation_canary_scores(
+                        rng, trials, problem["epoch_lengths"], problem["slots"], sigma, replace, inside
+                    )
+                else:
+                    result[key] = canary_llr_scores(rng, trials, steps, problem["inclusion"], sigma, replace, inside)
         if "utility" in plan.checks:
             features, labels = logistic_data(plan.seed, plan.problem["records"], plan.problem["dimension"])
             losses = [_train(rng, features, labels, p, plan.problem) for _ in range(trials)]
@@ -98,22 +118,57 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
         return BlockResult(**result)
 
 
+def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
+    """How the simulation batches the canary: for shuffle and balls-in-bins, the epochs accounted (⌈n/b⌉ batches
+    each, the last one cut to the steps left); otherwise the canary's inclusion probability per step (q; for
+    truncated Poisson q(1 − p) + p·q′, its chance to survive the cut)."""
+    if p.sampling in WITHOUT_AMPLIFICATION:
+        slots = -(-p.dataset_size // p.batch_size)
+        epochs = participations(p, steps)
+        last = max(1, min(slots, steps - (epochs - 1) * slots))
+        return {"slots": slots, "epoch_lengths": [slots] * (epochs - 1) + [last]}
+    if p.sampling == "truncated-poisson":
+        assert p.max_batch_size is not None
+        cut, q_cut = TruncatedPoissonSampledEvent(
+            p.dataset_size, p.sampling_rate, p.max_batch_size, GaussianEvent(1.0)
+        ).truncation()
+        return {"inclusion": p.sampling_rate * (1.0 - cut) + cut * q_cut, "max_batch_size": p.max_batch_size}
+    return {"inclusion": p.sampling_rate}
+
+
+def _batches(
+    rng: np.random.Generator, n: int, p: Mapping[str, Any], problem: Mapping[str, Any]
+) -> Iterator[np.ndarray]:
+    """The batches of the simulated run's records, drawn as the declared loader draws them (the sampling rate kept)."""
+    q, steps, sampling = problem["sampling_rate"], problem["steps"], p["sampling"]
+    batch = max(1, round(q * n))
+    slots = max(1, -(-n // batch))
+    cap = max(1, round(problem.get("max_batch_size", n) * n / p["dataset_size"]))
+    order = np.arange(0)
+    for step in range(steps):
+        if sampling in WITHOUT_AMPLIFICATION:
+            k = step % slots
+            if k == 0:
+                order = rng.permutation(n) if sampling == "shuffle" else rng.integers(slots, size=n)
+            yield order[k * batch : (k + 1) * batch] if sampling == "shuffle" else np.flatnonzero(order == k)
+        elif sampling == "fixed-size":
+            yield rng.choice(n, size=batch, replace=False)
+        else:
+            chosen = rng.choice(n, size=rng.binomial(n, q), replace=False)
+            yield chosen[:cap] if sampling == "truncated-poisson" else chosen  # a random order: the cut is random
+
+
 def _train(
     rng: np.random.Generator, features: np.ndarray, labels: np.ndarray, p: Mapping[str, Any], problem: Mapping[str, Any]
 ) -> float:
-    """One DP-SGD run (Poisson or fixed-size batches, per-example clipping, Gaussian noise) from θ = 0."""
+    """One DP-SGD run (batches as the declared loader draws them, per-example clipping, Gaussian noise) from θ = 0."""
     n, d = features.shape
-    q, steps, lr = problem["sampling_rate"], problem["steps"], problem["learning_rate"]
+    q, lr = problem["sampling_rate"], problem["learning_rate"]
     clip, z = p["clip_norm"], p["noise_multiplier"]
     std = z * clip * (2.0 if p["neighbouring"] == "replace-one" else 1.0)
     expected = max(q * n, 1.0)
-    batch = max(1, round(q * n))
     theta = np.zeros(d)
-    for _ in range(steps):
-        if p["sampling"] == "poisson":
-            chosen = rng.choice(n, size=rng.binomial(n, q), replace=False)
-        else:
-            chosen = rng.choice(n, size=batch, replace=False)
+    for chosen in _batches(rng, n, p, problem):
         x, y = features[chosen], labels[chosen]
         grads = (-y * np.exp(-np.logaddexp(0.0, y * (x @ theta))))[:, None] * x
         norms = np.linalg.norm(grads, axis=1)

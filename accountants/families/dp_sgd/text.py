@@ -8,7 +8,14 @@ from ...conversions import Conversion
 from ...errors import ParameterError
 from ...params import resolve_noise_multiplier
 from ...reports import Conventions, Noise, RdpCurve
-from .params import _SAMPLING_TEXT, _SENSITIVITY_RULE, DpSgdParams
+from .params import (
+    _SAMPLING_TEXT,
+    _SENSITIVITY_RULE,
+    WITHOUT_AMPLIFICATION,
+    DpSgdParams,
+    batches_per_epoch,
+    participations,
+)
 
 # -- presentation ----------------------------------------------------------------------------------------------------
 
@@ -37,6 +44,12 @@ def _noise(p: DpSgdParams, z: float) -> Noise:
 
 
 def _conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
+    if p.sampling in WITHOUT_AMPLIFICATION:
+        epochs = participations(p, steps)
+        cap = f", at most ⌈epochs⌉ = {math.ceil(p.epochs)}" if p.epochs is not None else ""
+        rule += (
+            f"; releases per example = epochs begun = ⌈steps/⌊n/b⌋⌉ = ⌈{steps}/{batches_per_epoch(p)}⌉{cap}: {epochs}"
+        )
     return Conventions(
         neighbouring=p.neighbouring,
         steps=steps,
@@ -55,8 +68,25 @@ def _conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
     )
 
 
+_NO_AMPLIFICATION = (
+    "no amplification by the {sampler} loader's randomness is claimed: each example is in exactly one batch per epoch, "
+    "so each epoch releases it once through a Gaussian at the relation's sensitivity (the record's neighbour is read "
+    "as the same position of the permutation or allocation, as in Chua et al. 2024); a tight analysis of shuffled "
+    "batches is not known and amplification by random allocation (Feldman & Shenfeld 2025) is not applied here, so "
+    "this ε is an upper bound that may be far from tight; the Poisson ε shown beside it (poisson-assumed) does not "
+    "hold for this loader"
+)
+
+
 def _notes(p: DpSgdParams) -> list[str]:
     notes = []
+    if p.sampling in WITHOUT_AMPLIFICATION:
+        notes.append(_NO_AMPLIFICATION.format(sampler=p.sampling))
+    if p.data_loader is not None and p.data_loader != p.sampling:
+        notes.append(
+            f"this ε assumes {p.sampling} batches, but your data loader is declared as {p.data_loader}: it does not "
+            f"hold for that loader; ask again with sampling='{p.data_loader}' for the ε that does"
+        )
     if p.sampling == "poisson" and p.neighbouring == "replace-one" and p.batch_size < p.dataset_size:
         notes.append(
             "replace-one under Poisson sampling is accounted through the dataset without the record (weak triangle "
