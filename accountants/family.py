@@ -181,6 +181,8 @@ class AlgorithmFamily(ABC, Generic[P]):
     noise_fields: ClassVar[tuple[str, ...]] = ("noise_multiplier",)
     """Fields that carry the privacy knob: required by :meth:`privacy`; :meth:`calibrate` removes them from the
     parameters (with a warning naming them) before the family's :meth:`_calibrate` sees them."""
+    example_target_epsilon: ClassVar[float] = 1.0
+    """The target ε of the card's calibration example."""
     integer_knobs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Integer hyperparameters :meth:`calibrate` can calibrate besides the privacy knob (e.g. ``epochs``), each with
     the fields it excludes (``steps`` for ``epochs``): the largest value meeting the target at the given noise."""
@@ -353,6 +355,11 @@ class AlgorithmFamily(ABC, Generic[P]):
         beyond = found.shown_beyond(report.accountant)
         reason = f"the calibration of {field} reports the privacy answer at it (utility: POST /v1/utility)"
         return calibration_of(report, target, field, found.value, beyond=beyond, reason=reason)
+
+    @property
+    def offers_checkpoints(self) -> bool:
+        """Whether ``privacy(..., checkpoints=...)`` is offered (the family implements :meth:`_curve`)."""
+        return type(self)._curve is not AlgorithmFamily._curve
 
     def _curve(self, query: PrivacyQuery[P], checkpoints: object) -> tuple[CurvePoint, ...]:
         """ε after each checkpoint (ε over training), where the family offers it."""

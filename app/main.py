@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import __version__, docs, problems, routes
+from . import __version__, docs, problems, routes, ui
 from .compute import Compute
 from .host import exit_with_parent
 from .jobs.manager import JobManager
@@ -69,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     bodies = routes.request_bodies()
     problems.install(app, {path: body.variants for path, body in bodies.items()})
     docs.install(app)
+    ui.install(app)
     routes.include(app, bodies)
     app.add_middleware(RequestGate, max_body_bytes=settings.max_body_bytes)
     return app

@@ -29,7 +29,7 @@ def request_examples(operation: Operation) -> dict[str, dict[str, Any]]:
             value = {"algorithm": family.id, "params": dict(family.example), "delta": 1e-5}
             summary = f"{family.id}: ε at δ = 1e-5"
         elif operation is Operation.CALIBRATE:
-            target = 3.0 if family.id == "dp-sgd" else 1.0
+            target = family.example_target_epsilon
             value = {
                 "algorithm": family.id,
                 "params": family.calibration_example(),

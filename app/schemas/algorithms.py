@@ -42,6 +42,27 @@ class VerificationInfo(BaseModel):
     )
 
 
+class AlgorithmExamples(BaseModel):
+    """Valid requests for this algorithm (from its card): what a form starts from."""
+
+    privacy: dict[str, Any] = Field(
+        description="`params` of a POST /v1/privacy request (the privacy knob included).",
+        examples=[{"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1}],
+    )
+    calibrate: dict[str, Any] = Field(
+        description="`params` of a POST /v1/calibrate request (without the calibrated knob).",
+        examples=[{"dataset_size": 60000, "batch_size": 256, "epochs": 60}],
+    )
+    target_epsilon: float = Field(description="The example's target ε.", examples=[3.0])
+    utility: dict[str, Any] = Field(
+        description="`params` of a POST /v1/utility request.", examples=[{"dataset_size": 60000}]
+    )
+    job: dict[str, Any] | None = Field(
+        description="A small POST /v1/jobs body without `algorithm` (null: no simulator).",
+        examples=[{"params": {"steps": 50}, "delta": 1e-5, "trials": 1000}],
+    )
+
+
 class AlgorithmDetail(AlgorithmSummary):
     parameters: dict[str, Any] = Field(
         description="JSON Schema of `params`: each property has a description, the paper's symbol (x-symbol), a "
@@ -57,6 +78,11 @@ class AlgorithmDetail(AlgorithmSummary):
         description="What a verification job (POST /v1/jobs) can check for this algorithm, and the JSON Schema of its "
         "synthetic problem (null: the algorithm has no simulator)."
     )
+    checkpoints: bool = Field(
+        description="Whether POST /v1/privacy takes `checkpoints` (ε over training) for this algorithm.",
+        examples=[True],
+    )
+    examples: AlgorithmExamples = Field(description="Valid requests for this algorithm, from its card.")
 
     @classmethod
     def from_family(cls, family: AlgorithmFamily[Any]) -> AlgorithmDetail:
@@ -71,6 +97,14 @@ class AlgorithmDetail(AlgorithmSummary):
                 "assumptions": list(family.assumptions),
                 "bounds": [BoundOut.model_validate(bound) for bound in family.bounds],
                 "verification": verification,
+                "checkpoints": family.offers_checkpoints,
+                "examples": {
+                    "privacy": dict(family.example),
+                    "calibrate": family.calibration_example(),
+                    "target_epsilon": family.example_target_epsilon,
+                    "utility": {**family.example, **family.utility_example_extra},
+                    "job": None if family.job_example is None else dict(family.job_example),
+                },
             }
         )
 

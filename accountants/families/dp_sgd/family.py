@@ -49,6 +49,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
     params_model = DpSgdParams
     accountants = ("rdp", "tight")
     noise_fields = ("noise_multiplier", "noise_std")
+    example_target_epsilon = 3.0  # MNIST at ε = 3, the figure dp_accounting's and opacus' users compare with
     integer_knobs = MappingProxyType({"steps": ("epochs",), "epochs": ("steps",), "batch_size": ()})
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
