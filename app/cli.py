@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import socket
@@ -53,6 +54,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return _serve(args)
     if args.command == "openapi":
         return _openapi(args)
+    if args.command == "worker":
+        return _worker()
+    if args.command == "jobs":
+        return _jobs(args)
     try:
         answer = asyncio.run(_verify(args) if args.command == "verify" else _request(args))
     except DpcalProblem as problem:
@@ -81,6 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default DPCAL_PORT or 8000)")
     serve.add_argument("--workers", type=int, help="server processes (default DPCAL_WORKERS or 1)")
 
+    commands.add_parser(
+        "worker",
+        help="run verification jobs from the job store (DPCAL_JOBS_DB), apart from the API processes",
+    )
+    jobs = commands.add_parser("jobs", help="list, show or requeue jobs in the job store (DPCAL_JOBS_DB) directly")
+    jobs.add_argument("action", choices=("list", "show", "requeue"))
+    jobs.add_argument("id", nargs="?", help="the job (show, requeue)")
+    jobs.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
+    jobs.add_argument("--limit", type=int, default=20, help="jobs listed (newest first)")
     openapi = commands.add_parser("openapi", help="write the OpenAPI document")
     openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
     openapi.add_argument(
@@ -366,6 +380,50 @@ def _job_summary(job: Any) -> str:
             f"{a.epsilon_accounted:.6g} ({a.accountant}): {'consistent' if a.consistent else 'INCONSISTENT'}"
         )
     return "\n".join(lines)
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """Operations on the job store itself (no server needed): list, show one job as JSON, requeue one."""
+    from .jobs.store import JobStore, iso
+    from .settings import Settings, SettingsError
+
+    try:
+        store = JobStore(Settings.from_env().jobs_db)
+    except SettingsError as error:
+        print(f"dpcal: {error}", file=sys.stderr)
+        return 2
+    try:
+        if args.action == "list":
+            for job in store.page(args.status, args.limit):
+                print(
+                    f"{job.id}  {job.status:9s}  {job.algorithm:28s}  {job.completed}/{job.total} trials  "
+                    f"attempts {job.attempts}  created {iso(job.created_at)}  owner {job.owner or '-'}"
+                )
+            return 0
+        if not args.id:
+            print(f"dpcal: jobs {args.action} needs a job id", file=sys.stderr)
+            return 2
+        found = store.get(args.id) if args.action == "show" else store.requeue_any(args.id)
+        if found is None:
+            print(f"dpcal: no job {args.id}", file=sys.stderr)
+            return 1
+        shown = dataclasses.asdict(found) | {"created_at": iso(found.created_at), "updated_at": iso(found.updated_at)}
+        print(json.dumps(shown, indent=2) if args.action == "show" else f"{found.id}: {found.status}")
+        return 0
+    finally:
+        store.close()
+
+
+def _worker() -> int:
+    from .jobs import daemon
+    from .settings import Settings, SettingsError
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError as error:
+        print(f"dpcal: {error}", file=sys.stderr)
+        return 2
+    return daemon.run(settings)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -29,7 +29,8 @@ def job_manager(request: Request) -> JobManager:
     with state.jobs_lock:
         if getattr(state, "jobs", None) is None:
             state.jobs = JobManager(state.settings)
-            state.jobs.start()
+            if state.settings.embedded_workers:
+                state.jobs.start()
         manager: JobManager = state.jobs
         return manager
 

@@ -48,7 +48,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         compute.warm()
         with app.state.jobs_lock:
             app.state.jobs = JobManager(settings)
-            app.state.jobs.start()
+            if settings.embedded_workers:  # else `dpcal worker` processes run the jobs this process accepts
+                app.state.jobs.start()
         yield
         with app.state.jobs_lock:
             app.state.jobs.stop()

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -102,6 +103,13 @@ def params_location(issues: Iterable[FieldIssue], params_fields: Iterable[str]) 
     ]
 
 
+async def _store_unreachable(request: Request, exc: sqlalchemy.exc.OperationalError) -> JSONResponse:
+    """The job database does not answer: 503 with Retry-After (jobs are accepted again once it does)."""
+    detail = f"the job store does not answer ({type(exc.orig).__name__}); try again later"
+    problem = ApiProblem(503, "store-unreachable", "Job store unreachable", detail)
+    return problem_response(request, problem, headers={"Retry-After": "5"})
+
+
 def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseModel]]]) -> None:
     """Register the handlers; ``request_models[endpoint path][algorithm]`` resolves allowed ranges of body fields."""
 
@@ -155,6 +163,8 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
         slug = {404: "not-found", 405: "method-not-allowed", 413: "too-large"}.get(exc.status_code, "http-error")
         problem = ApiProblem(exc.status_code, slug, titles.get(exc.status_code, "HTTP error"), str(exc.detail))
         return problem_response(request, problem, headers=getattr(exc, "headers", None))
+
+    app.add_exception_handler(sqlalchemy.exc.OperationalError, _store_unreachable)  # type: ignore[arg-type]  # Starlette types handlers for Exception
 
     @app.exception_handler(ArithmeticError)
     async def _arithmetic(request: Request, exc: ArithmeticError) -> JSONResponse:

@@ -11,7 +11,11 @@ variable                   default       meaning
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
 ``DPCAL_MAX_HEAVY``        CPU count     heavy computations at once on this host (more: 503 with Retry-After)
 ``DPCAL_CACHE_SIZE``       1024          answers kept per server process for identical requests (0: none)
-``DPCAL_JOBS_DB``          dpcal-jobs.sqlite3  the verification-job database (created on first start)
+``DPCAL_JOBS_DB``          dpcal-jobs.sqlite3  the job database: a SQLite file path, or ``postgresql://user@host/db``
+                                        (needs the ``postgres`` extra) shared by API replicas and workers
+``DPCAL_EMBEDDED_WORKERS``  1            0: this API process runs no jobs (``dpcal worker`` processes do)
+``DPCAL_HOST_DIR``         beside the    where the processes of one service on one host share lock files
+                           SQLite file
 ``DPCAL_JOB_WORKERS``      CPU count     worker processes running verification trials
 ``DPCAL_JOB_MAX_TRIALS``   200000        trials allowed per job (more: 422)
 ``DPCAL_JOB_MAX_WORK``     2e8           estimated operations allowed per job (more: 422)
@@ -25,7 +29,9 @@ variable                   default       meaning
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,11 +63,19 @@ class Settings:
     job_max_attempts: int = 3
     job_chunk_blocks: int = 16
     job_lease_seconds: float = 30.0
+    embedded_workers: bool = True
+    host_dir: str | None = None
 
     @property
     def host_directory(self) -> Path:
-        """Where the server processes of one service share state on a host (lock files): beside the job database."""
-        return Path(f"{self.jobs_db}.host")
+        """Where the processes of one service share state on a host (lock files): ``DPCAL_HOST_DIR``, else beside a
+        SQLite job database, else a directory of the temporary folder named after the database URL."""
+        if self.host_dir is not None:
+            return Path(self.host_dir)
+        if "://" not in self.jobs_db:
+            return Path(f"{self.jobs_db}.host")
+        digest = hashlib.sha256(self.jobs_db.encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"dpcal-{digest}.host"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -76,6 +90,13 @@ class Settings:
             values["log_level"] = level
         if f"{PREFIX}JOBS_DB" in env:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
+        if f"{PREFIX}HOST_DIR" in env:
+            values["host_dir"] = env[f"{PREFIX}HOST_DIR"]
+        if f"{PREFIX}EMBEDDED_WORKERS" in env:
+            flag = env[f"{PREFIX}EMBEDDED_WORKERS"].strip().lower()
+            if flag not in ("0", "1", "true", "false"):
+                raise SettingsError(f"{PREFIX}EMBEDDED_WORKERS must be 0 or 1, got {flag!r}")
+            values["embedded_workers"] = flag in ("1", "true")
         for name, (kind, lo, hi) in NUMBERS.items():
             if f"{PREFIX}{name}" in env:
                 values[name.lower()] = _number(env, name, kind, lo, hi)

@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
+import sqlalchemy.exc
 
 from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
@@ -43,6 +44,7 @@ from .store import IdempotencyConflict, Job, JobStore
 _log = logging.getLogger("dpcal.jobs")
 _RECOVERY_INTERVAL = 5.0
 _RUNNER_RETRY_SECONDS = 1.0
+_STORE_RETRY_SECONDS = 2.0
 
 
 class JobRejected(ParameterError):
@@ -60,6 +62,7 @@ class JobManager:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._current: str | None = None
+        self._last_recovery = 0.0
         self._runner_lock = settings.host_directory / "job-runner.lock"
         self._runner_lock_fd: int | None = None
 
@@ -185,32 +188,44 @@ class JobManager:
                 _log.warning("job %s of %s: %s", job.id, job.owner, outcome)
 
     def _loop(self) -> None:
-        last_recovery = time.monotonic()
+        self._last_recovery = time.monotonic()
         while not self._stop.is_set():
-            if not self._become_runner():  # another server process on this host runs the jobs
-                self._stop.wait(_RUNNER_RETRY_SECONDS)
-                continue
-            if time.monotonic() - last_recovery > _RECOVERY_INTERVAL:
-                self.recover()
-                last_recovery = time.monotonic()
-            job = self.store.claim(self.owner, self.settings.job_lease_seconds)
-            if job is None:
-                self._wake.wait(0.5)
-                self._wake.clear()
-                continue
-            self._current = job.id
             try:
-                self._run(job)
-            except Exception:
-                _log.exception("job %s failed unexpectedly", job.id)
-                self.store.finish(
-                    job.id,
-                    self.owner,
-                    "failed",
-                    error=_problem(500, "job-error", "Job failed", "an unexpected error occurred"),
-                )
-            finally:
+                self._step()
+            except sqlalchemy.exc.OperationalError as error:  # the store is down: its leases will tell what ran
+                _log.warning("job store unreachable (%s); retrying", type(error.orig).__name__)
                 self._current = None
+                self._stop.wait(_STORE_RETRY_SECONDS)
+
+    def _step(self) -> None:
+        """Claim and run one job (or wait a little when there is none, or when another process runs the jobs)."""
+        if not self._become_runner():  # another process on this host runs the jobs
+            self._stop.wait(_RUNNER_RETRY_SECONDS)
+            return
+        if time.monotonic() - self._last_recovery > _RECOVERY_INTERVAL:
+            self.recover()
+            self._last_recovery = time.monotonic()
+        job = self.store.claim(self.owner, self.settings.job_lease_seconds)
+        if job is None:
+            self._wake.wait(0.5)
+            self._wake.clear()
+            return
+        self._current = job.id
+        try:
+            _log.info("job %s: attempt %d", job.id, job.attempts)
+            self._run(job)
+        except sqlalchemy.exc.OperationalError:
+            raise
+        except Exception:
+            _log.exception("job %s failed unexpectedly", job.id)
+            self.store.finish(
+                job.id,
+                self.owner,
+                "failed",
+                error=_problem(500, "job-error", "Job failed", "an unexpected error occurred"),
+            )
+        finally:
+            self._current = None
 
     def _run(self, job: Job) -> None:
         """Run the job's remaining blocks in chunks on the runner, saving each chunk, until it finishes, fails, is

@@ -1,19 +1,27 @@
-"""The job store: one SQLite file (WAL, synchronous=FULL), so an accepted job survives any crash of the service.
+"""The job store: one database, SQLite (the embedded default: a file, WAL, synchronous=FULL) or PostgreSQL
+(``DPCAL_JOBS_DB=postgresql://…``, for API replicas and workers on several hosts), through SQLAlchemy Core, so an
+accepted job survives any crash of the service and every process sees the same queue.
 
-Tables: ``jobs`` (one row per job: state, request, plan, progress, lease, result or error) and ``chunks`` (the raw
-results of each completed run of blocks, so a restarted job resumes where it stopped; results are deterministic
-given the seed, so resuming and re-running agree).
+Tables: ``jobs`` (one row per job: state, request, plan, progress, lease, result or error), ``chunks`` (the raw
+results of each completed run of blocks, so a restarted job resumes where it stopped; results are deterministic given
+the seed, so resuming and re-running agree) and ``schema_version`` (the versioned schema: :data:`MIGRATIONS` are
+applied in order on start, each once).
+
+Concurrency: on SQLite every transaction is ``BEGIN IMMEDIATE`` (one writer at a time); on PostgreSQL a claim takes
+the oldest queued row ``FOR UPDATE SKIP LOCKED`` (no two processes claim one job) and job creation holds a
+transaction-level advisory lock (sequence numbers, the queue limit and idempotency keys stay consistent across API
+replicas).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import sqlite3
+import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,44 +29,72 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+_log = logging.getLogger("dpcal.jobs")
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED = ("succeeded", "failed", "cancelled")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    algorithm TEXT NOT NULL,
-    request TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    idempotency_key TEXT UNIQUE,
-    plan TEXT NOT NULL,
-    total INTEGER NOT NULL,
-    completed INTEGER NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    runtime REAL NOT NULL DEFAULT 0,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    owner TEXT,
-    lease_expires REAL,
-    created_at REAL NOT NULL,
-    started_at REAL,
-    updated_at REAL NOT NULL,
-    finished_at REAL,
-    result TEXT,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, seq);
-CREATE TABLE IF NOT EXISTS chunks (
-    job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    first_block INTEGER NOT NULL,
-    last_block INTEGER NOT NULL,
-    trials INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (job_id, first_block)
-);
-"""
+METADATA = sa.MetaData()
+JOBS = sa.Table(
+    "jobs",
+    METADATA,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("algorithm", sa.Text, nullable=False),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("request_hash", sa.Text, nullable=False),
+    sa.Column("idempotency_key", sa.Text, unique=True),
+    sa.Column("plan", sa.Text, nullable=False),
+    sa.Column("total", sa.Integer, nullable=False),
+    sa.Column("completed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("runtime", sa.Double, nullable=False, server_default="0"),
+    sa.Column("cancel_requested", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("owner", sa.Text),
+    sa.Column("lease_expires", sa.Double),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("started_at", sa.Double),
+    sa.Column("updated_at", sa.Double, nullable=False),
+    sa.Column("finished_at", sa.Double),
+    sa.Column("result", sa.Text),
+    sa.Column("error", sa.Text),
+    sa.Index("jobs_status", "status", "seq"),
+)
+CHUNKS = sa.Table(
+    "chunks",
+    METADATA,
+    sa.Column("job_id", sa.Text, sa.ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("first_block", sa.Integer, primary_key=True),
+    sa.Column("last_block", sa.Integer, nullable=False),
+    sa.Column("trials", sa.Integer, nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+VERSION = sa.Table("schema_version", METADATA, sa.Column("version", sa.Integer, nullable=False))
+
+
+def _create_tables(connection: Connection) -> None:
+    """Version 1: jobs and chunks (a SQLite file from before the versioned schema already has them)."""
+    METADATA.create_all(connection, tables=[JOBS, CHUNKS], checkfirst=True)
+
+
+MIGRATIONS: tuple[tuple[int, str, Callable[[Connection], None]], ...] = ((1, "jobs and chunks", _create_tables),)
+"""The schema's versions, in order: (version, what it adds, how). A store applies those above its version."""
+
+CREATION_LOCK = 0x64706361  # "dpca": the advisory lock that serialises job creation on PostgreSQL
+
+
+def database_url(location: str) -> str:
+    """A SQLAlchemy URL from ``DPCAL_JOBS_DB``: a ``postgresql://`` URL (driver psycopg), any other URL as given, or a
+    SQLite file path."""
+    if location.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + location.split("://", 1)[1]
+    if "://" in location:
+        return location
+    return f"sqlite:///{Path(location)}"
 
 
 @dataclass(frozen=True)
@@ -102,33 +138,62 @@ class IdempotencyConflict(Exception):
 
 
 class JobStore:
-    """Thread-safe access to the job database (one connection, serialised by a lock)."""
+    """Access to the job database from one process (thread-safe: a connection pool, transactions per call)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)
+    def __init__(self, location: str | Path) -> None:
+        self.url = database_url(str(location))
+        self.sqlite = self.url.startswith("sqlite")
+        if self.sqlite:
+            path = Path(self.url.removeprefix("sqlite:///"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = sa.create_engine(
+                self.url, connect_args={"check_same_thread": False, "timeout": 30.0}, poolclass=sa.pool.QueuePool
+            )
+            sa.event.listen(self.engine, "connect", _sqlite_connect)
+            sa.event.listen(self.engine, "begin", lambda connection: connection.exec_driver_sql("BEGIN IMMEDIATE"))
+        else:
+            self.engine = sa.create_engine(self.url, pool_pre_ping=True, pool_size=4, max_overflow=4)
+        self._lock = threading.RLock() if self.sqlite else _NoLock()
+        self._migrated = False
+        try:
+            self.migrate()
+        except sa.exc.OperationalError:  # the database is down: the first use migrates (and raises until it is up)
+            _log.warning("the job store %s does not answer yet", self.engine.url.render_as_string(hide_password=True))
+
+    def migrate(self) -> int:
+        """Apply the migrations above the stored version (in one transaction); the version reached."""
+        with self._lock, self.engine.begin() as db:
+            if self.sqlite is False:
+                db.execute(sa.select(sa.func.pg_advisory_xact_lock(CREATION_LOCK)))
+            VERSION.create(db, checkfirst=True)
+            current = db.execute(sa.select(sa.func.max(VERSION.c.version))).scalar() or 0
+            for version, _, apply in MIGRATIONS:
+                if version > current:
+                    apply(db)
+                    db.execute(VERSION.delete())
+                    db.execute(VERSION.insert().values(version=version))
+                    current = version
+        self._migrated = True
+        return int(current)
+
+    def ping(self) -> None:
+        """Raise if the database cannot be reached (health checks)."""
+        with self.engine.connect() as db:
+            db.execute(sa.select(sa.literal(1)))
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.engine.dispose()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self) -> Iterator[Connection]:
+        if not self._migrated:
+            self.migrate()
+        with self._lock, self.engine.begin() as db:
+            yield db
+
+    def _row(self, db: Connection, job_id: str) -> Job | None:
+        row = db.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+        return None if row is None else _job(row)
 
     # -- creation and queries ----------------------------------------------------------------------------------------
 
@@ -147,88 +212,106 @@ class JobStore:
         :class:`QueueFull` when ``max_queued`` jobs are already waiting."""
         now = time.time()
         with self._transaction() as db:
+            if not self.sqlite:
+                db.execute(sa.select(sa.func.pg_advisory_xact_lock(CREATION_LOCK)))
             if idempotency_key is not None:
-                row = db.execute("SELECT * FROM jobs WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
+                row = db.execute(sa.select(JOBS).where(JOBS.c.idempotency_key == idempotency_key)).mappings().first()
                 if row is not None:
                     job = _job(row)
                     if job.request_hash != request_hash:
                         raise IdempotencyConflict(job)
                     return job, False
-            queued = db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0]
+            queued = db.execute(sa.select(sa.func.count()).where(JOBS.c.status == "queued")).scalar() or 0
             if queued >= max_queued:
                 raise QueueFull(queued)
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
+            seq = (db.execute(sa.select(sa.func.max(JOBS.c.seq))).scalar() or 0) + 1
             job_id = uuid.uuid4().hex
             db.execute(
-                "INSERT INTO jobs (id, seq, status, algorithm, request, request_hash, idempotency_key, plan, total, "
-                "created_at, updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job_id,
-                    seq,
-                    algorithm,
-                    json.dumps(request),
-                    request_hash,
-                    idempotency_key,
-                    json.dumps(plan),
-                    total,
-                    now,
-                    now,
-                ),
+                JOBS.insert().values(
+                    id=job_id,
+                    seq=seq,
+                    status="queued",
+                    algorithm=algorithm,
+                    request=json.dumps(request),
+                    request_hash=request_hash,
+                    idempotency_key=idempotency_key,
+                    plan=json.dumps(plan),
+                    total=total,
+                    created_at=now,
+                    updated_at=now,
+                )
             )
-            return _job(db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()), True
+            created = self._row(db, job_id)
+            assert created is not None
+            return created, True
 
     def by_idempotency_key(self, key: str) -> Job | None:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM jobs WHERE idempotency_key = ?", (key,)).fetchone()
+        with self._transaction() as db:
+            row = db.execute(sa.select(JOBS).where(JOBS.c.idempotency_key == key)).mappings().first()
         return None if row is None else _job(row)
 
     def get(self, job_id: str) -> Job | None:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return None if row is None else _job(row)
+        with self._transaction() as db:
+            return self._row(db, job_id)
 
-    def page(self, status: str | None, limit: int, after_seq: int) -> list[Job]:
-        """Jobs newest first (by creation sequence), optionally of one status, with seq below ``after_seq``."""
-        query = (
-            "SELECT * FROM jobs WHERE seq < ?" + (" AND status = ?" if status else "") + " ORDER BY seq DESC LIMIT ?"
-        )
-        args: tuple[Any, ...] = (after_seq, status, limit) if status else (after_seq, limit)
-        with self._lock:
-            return [_job(row) for row in self._db.execute(query, args).fetchall()]
+    def page(self, status: str | None, limit: int, after_seq: int | None = None) -> list[Job]:
+        """Jobs newest first (by creation sequence), optionally of one status, with seq below ``after_seq`` (None:
+        from the newest)."""
+        query = sa.select(JOBS)
+        if after_seq is not None:
+            query = query.where(JOBS.c.seq < after_seq)
+        if status:
+            query = query.where(JOBS.c.status == status)
+        with self._transaction() as db:
+            rows = db.execute(query.order_by(JOBS.c.seq.desc()).limit(limit)).mappings().all()
+        return [_job(row) for row in rows]
 
     def seq(self, job_id: str) -> int | None:
-        with self._lock:
-            row = self._db.execute("SELECT seq FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return None if row is None else int(row[0])
+        with self._transaction() as db:
+            value = db.execute(sa.select(JOBS.c.seq).where(JOBS.c.id == job_id)).scalar()
+        return None if value is None else int(value)
 
     def count(self, status: str) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM jobs WHERE status = ?", (status,)).fetchone()[0])
+        with self._transaction() as db:
+            return int(db.execute(sa.select(sa.func.count()).where(JOBS.c.status == status)).scalar() or 0)
 
     # -- the life of a job -------------------------------------------------------------------------------------------
 
     def claim(self, owner: str, lease: float) -> Job | None:
         """Atomically move the oldest queued job to running for ``owner`` (one more attempt)."""
         now = time.time()
+        oldest = (
+            sa.select(JOBS.c.id)
+            .where(JOBS.c.status == "queued")
+            .order_by(JOBS.c.seq)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+        )
         with self._transaction() as db:
-            row = db.execute("SELECT id FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT 1").fetchone()
-            if row is None:
+            job_id = db.execute(oldest).scalar()
+            if job_id is None:
                 return None
             db.execute(
-                "UPDATE jobs SET status = 'running', owner = ?, lease_expires = ?, attempts = attempts + 1, "
-                "started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ?",
-                (owner, now + lease, now, now, row["id"]),
+                JOBS.update()
+                .where(JOBS.c.id == job_id)
+                .values(
+                    status="running",
+                    owner=owner,
+                    lease_expires=now + lease,
+                    attempts=JOBS.c.attempts + 1,
+                    started_at=sa.func.coalesce(JOBS.c.started_at, now),
+                    updated_at=now,
+                )
             )
-            return _job(db.execute("SELECT * FROM jobs WHERE id = ?", (row["id"],)).fetchone())
+            return self._row(db, job_id)
 
     def heartbeat(self, job_id: str, owner: str, lease: float, runtime: float | None = None) -> None:
         now = time.time()
+        values: dict[str, Any] = {"lease_expires": now + lease, "updated_at": now}
+        if runtime is not None:
+            values["runtime"] = runtime
         with self._transaction() as db:
-            db.execute(
-                "UPDATE jobs SET lease_expires = ?, updated_at = ?, runtime = COALESCE(?, runtime) "
-                "WHERE id = ? AND owner = ? AND status = 'running'",
-                (now + lease, now, runtime, job_id, owner),
-            )
+            db.execute(JOBS.update().where(_ours(job_id, owner)).values(**values))
 
     def save_chunk(
         self,
@@ -246,30 +329,27 @@ class JobStore:
         np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
         now = time.time()
         with self._transaction() as db:
-            if (
-                db.execute(
-                    "SELECT 1 FROM jobs WHERE id = ? AND owner = ? AND status = 'running'", (job_id, owner)
-                ).fetchone()
-                is None
-            ):
+            if db.execute(sa.select(JOBS.c.id).where(_ours(job_id, owner)).with_for_update()).first() is None:
                 return False
+            db.execute(CHUNKS.delete().where((CHUNKS.c.job_id == job_id) & (CHUNKS.c.first_block == first)))
             db.execute(
-                "INSERT OR REPLACE INTO chunks (job_id, first_block, last_block, trials, data) VALUES (?, ?, ?, ?, ?)",
-                (job_id, first, last, trials, buffer.getvalue()),
+                CHUNKS.insert().values(
+                    job_id=job_id, first_block=first, last_block=last, trials=trials, data=buffer.getvalue()
+                )
             )
+            done = sa.select(sa.func.coalesce(sa.func.sum(CHUNKS.c.trials), 0)).where(CHUNKS.c.job_id == job_id)
             db.execute(
-                "UPDATE jobs SET completed = (SELECT COALESCE(SUM(trials), 0) FROM chunks WHERE job_id = ?), "
-                "lease_expires = ?, updated_at = ?, runtime = ? WHERE id = ?",
-                (job_id, now + lease, now, runtime, job_id),
+                JOBS.update()
+                .where(JOBS.c.id == job_id)
+                .values(completed=done.scalar_subquery(), lease_expires=now + lease, updated_at=now, runtime=runtime)
             )
             return True
 
     def chunks(self, job_id: str) -> list[tuple[int, int, dict[str, np.ndarray]]]:
         """Stored chunk results in block order: (first block, last block, arrays)."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT first_block, last_block, data FROM chunks WHERE job_id = ? ORDER BY first_block", (job_id,)
-            ).fetchall()
+        query = sa.select(CHUNKS).where(CHUNKS.c.job_id == job_id).order_by(CHUNKS.c.first_block)
+        with self._transaction() as db:
+            rows = db.execute(query).mappings().all()
         out = []
         for row in rows:
             with np.load(io.BytesIO(row["data"])) as data:
@@ -287,25 +367,22 @@ class JobStore:
     ) -> bool:
         """Move a running (or, for cancellation, queued) job to a final status; False if it already moved on."""
         now = time.time()
+        condition = _ours(job_id, owner) if owner else (JOBS.c.id == job_id) & JOBS.c.status.in_(("queued", "running"))
+        values: dict[str, Any] = {
+            "status": status,
+            "result": json.dumps(result) if result is not None else None,
+            "error": json.dumps(error) if error is not None else None,
+            "finished_at": now,
+            "updated_at": now,
+            "owner": None,
+            "lease_expires": None,
+        }
+        if runtime is not None:
+            values["runtime"] = runtime
         with self._transaction() as db:
-            condition = "status = 'running' AND owner = ?" if owner else "status IN ('queued', 'running')"
-            args = (owner,) if owner else ()
-            changed = db.execute(
-                f"UPDATE jobs SET status = ?, result = ?, error = ?, finished_at = ?, updated_at = ?, owner = NULL, "
-                f"lease_expires = NULL, runtime = COALESCE(?, runtime) WHERE id = ? AND {condition}",
-                (
-                    status,
-                    json.dumps(result) if result is not None else None,
-                    json.dumps(error) if error is not None else None,
-                    now,
-                    now,
-                    runtime,
-                    job_id,
-                    *args,
-                ),
-            ).rowcount
+            changed = db.execute(JOBS.update().where(condition).values(**values)).rowcount
             if changed:  # the result (or the error) is on the job row; the raw chunks are no longer needed
-                db.execute("DELETE FROM chunks WHERE job_id = ?", (job_id,))
+                db.execute(CHUNKS.delete().where(CHUNKS.c.job_id == job_id))
             return bool(changed)
 
     def request_cancel(self, job_id: str) -> Job | None:
@@ -313,59 +390,106 @@ class JobStore:
         now = time.time()
         with self._transaction() as db:
             db.execute(
-                "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ?, cancel_requested = 1 "
-                "WHERE id = ? AND status = 'queued'",
-                (now, now, job_id),
+                JOBS.update()
+                .where((JOBS.c.id == job_id) & (JOBS.c.status == "queued"))
+                .values(status="cancelled", finished_at=now, updated_at=now, cancel_requested=1)
             )
             db.execute(
-                "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ? AND status = 'running'",
-                (now, job_id),
+                JOBS.update()
+                .where((JOBS.c.id == job_id) & (JOBS.c.status == "running"))
+                .values(cancel_requested=1, updated_at=now)
             )
-            row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return None if row is None else _job(row)
+            return self._row(db, job_id)
 
     def requeue(self, job_id: str, owner: str, count_attempt: bool = True) -> None:
         """Put a running job back in the queue (a graceful shutdown does not count as an attempt)."""
         now = time.time()
         with self._transaction() as db:
             db.execute(
-                "UPDATE jobs SET status = 'queued', owner = NULL, lease_expires = NULL, updated_at = ?, "
-                "attempts = attempts - ? WHERE id = ? AND owner = ? AND status = 'running'",
-                (now, 0 if count_attempt else 1, job_id, owner),
+                JOBS.update()
+                .where(_ours(job_id, owner))
+                .values(
+                    status="queued",
+                    owner=None,
+                    lease_expires=None,
+                    updated_at=now,
+                    attempts=JOBS.c.attempts - (0 if count_attempt else 1),
+                )
             )
 
+    def requeue_any(self, job_id: str) -> Job | None:
+        """Operator's requeue (``dpcal jobs requeue``): a failed, cancelled or stuck running job goes back to the
+        queue with its attempts reset (a running owner loses it: its next chunk is refused); None if unknown."""
+        now = time.time()
+        with self._transaction() as db:
+            db.execute(
+                JOBS.update()
+                .where((JOBS.c.id == job_id) & (JOBS.c.status != "succeeded"))
+                .values(
+                    status="queued",
+                    owner=None,
+                    lease_expires=None,
+                    attempts=0,
+                    cancel_requested=0,
+                    error=None,
+                    finished_at=None,
+                    updated_at=now,
+                )
+            )
+            return self._row(db, job_id)
+
     def running(self) -> list[Job]:
-        with self._lock:
-            return [_job(r) for r in self._db.execute("SELECT * FROM jobs WHERE status = 'running'").fetchall()]
+        with self._transaction() as db:
+            return [_job(r) for r in db.execute(sa.select(JOBS).where(JOBS.c.status == "running")).mappings()]
 
     def recover(self, job_id: str, owner: str | None, max_attempts: int, reason: str) -> str:
         """A running job whose worker died: back to the queue, or failed after ``max_attempts`` attempts."""
         now = time.time()
+        theirs = (JOBS.c.id == job_id) & (JOBS.c.status == "running") & JOBS.c.owner.is_not_distinct_from(owner)
         with self._transaction() as db:
-            row = db.execute(
-                "SELECT attempts FROM jobs WHERE id = ? AND status = 'running' AND owner IS ?", (job_id, owner)
-            ).fetchone()
-            if row is None:
+            attempts = db.execute(sa.select(JOBS.c.attempts).where(theirs).with_for_update()).scalar()
+            if attempts is None:
                 return "gone"
-            if int(row["attempts"]) >= max_attempts:
+            released = {"owner": None, "lease_expires": None, "updated_at": now}
+            if int(attempts) >= max_attempts:
                 error = {
                     "type": "urn:dpcal:problem:job-crashed",
                     "title": "Job crashed",
                     "status": 500,
-                    "detail": f"{reason}; attempt {row['attempts']} of {max_attempts} stopped, giving up",
+                    "detail": f"{reason}; attempt {attempts} of {max_attempts} stopped, giving up",
                 }
                 db.execute(
-                    "UPDATE jobs SET status = 'failed', error = ?, finished_at = ?, updated_at = ?, "
-                    "owner = NULL, lease_expires = NULL WHERE id = ?",
-                    (json.dumps(error), now, now, job_id),
+                    JOBS.update()
+                    .where(JOBS.c.id == job_id)
+                    .values(status="failed", error=json.dumps(error), finished_at=now, **released)
                 )
-                db.execute("DELETE FROM chunks WHERE job_id = ?", (job_id,))
+                db.execute(CHUNKS.delete().where(CHUNKS.c.job_id == job_id))
                 return "failed"
-            db.execute(
-                "UPDATE jobs SET status = 'queued', owner = NULL, lease_expires = NULL, updated_at = ? WHERE id = ?",
-                (now, job_id),
-            )
+            db.execute(JOBS.update().where(JOBS.c.id == job_id).values(status="queued", **released))
             return "queued"
+
+
+def _ours(job_id: str, owner: str) -> sa.ColumnElement[bool]:
+    return (JOBS.c.id == job_id) & (JOBS.c.owner == owner) & (JOBS.c.status == "running")
+
+
+def _sqlite_connect(connection: Any, _record: Any) -> None:
+    """SQLite: transactions are begun by the store (BEGIN IMMEDIATE), the log is WAL, every commit is synced."""
+    connection.isolation_level = None
+    cursor = connection.cursor()
+    for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+class _NoLock:
+    """PostgreSQL serialises in the database: no lock in the process."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 class QueueFull(Exception):
@@ -376,7 +500,7 @@ class QueueFull(Exception):
         self.queued = queued
 
 
-def _job(row: sqlite3.Row) -> Job:
+def _job(row: Any) -> Job:
     return Job(
         id=row["id"],
         status=row["status"],

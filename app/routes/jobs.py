@@ -113,7 +113,7 @@ def list_jobs(
     cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page.")] = None,
 ) -> JobList:
     """Jobs, newest first, optionally filtered by status; pages are chained by next_cursor."""
-    after = 2**62
+    after = None
     if cursor is not None:
         seq = manager.store.seq(cursor)
         if seq is None:

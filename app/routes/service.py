@@ -1,16 +1,52 @@
-"""``GET /healthz``: the service is up."""
+"""``GET /healthz`` (liveness: the process answers, with the job store's state) and ``GET /readyz`` (readiness: 503
+while the job store cannot be reached)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from .. import __version__
-from ..schemas import Health
+from ..deps import JobManagerDep
+from ..jobs.manager import JobManager
+from ..schemas import Health, Problem
 
 router = APIRouter(tags=["service"])
 
 
+def _health(jobs: JobManager) -> tuple[Health, bool]:
+    kind = "sqlite" if jobs.store.sqlite else "postgresql"
+    try:
+        jobs.store.ping()
+        store, reachable = f"{kind}: ok", True
+    except Exception as error:  # any driver error means "not reachable"; its text says why
+        store, reachable = f"{kind}: unreachable ({type(error).__name__})", False
+    runner = "embedded" if jobs.settings.embedded_workers else "external (dpcal worker)"
+    return Health(status="ok", version=__version__, store=store, job_runner=runner), reachable
+
+
 @router.get("/healthz", response_model=Health, summary="Liveness")
-def healthz() -> Health:
-    """The service is up; its version."""
-    return Health(status="ok", version=__version__)
+def healthz(jobs: JobManagerDep) -> Health:
+    """The service is up; its version, whether the job store answers, and who runs jobs."""
+    return _health(jobs)[0]
+
+
+@router.get(
+    "/readyz",
+    response_model=Health,
+    summary="Readiness",
+    responses={503: {"model": Problem, "description": "The job store cannot be reached."}},
+)
+def readyz(jobs: JobManagerDep) -> Health | JSONResponse:
+    """Ready to accept requests and jobs: 503 while the job store cannot be reached."""
+    health, reachable = _health(jobs)
+    if reachable:
+        return health
+    problem = Problem(
+        type="urn:dpcal:problem:store-unreachable",
+        title="Job store unreachable",
+        status=503,
+        detail=f"the job store does not answer: {health.store}",
+        instance="/readyz",
+    )
+    return JSONResponse(problem.model_dump(exclude_none=True), status_code=503, media_type="application/problem+json")

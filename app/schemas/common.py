@@ -22,6 +22,15 @@ class Out(BaseModel):
 class Health(BaseModel):
     status: Literal["ok"] = Field(description="Always ok when the service answers.", examples=["ok"])
     version: str = Field(description="dpcal version.", examples=["0.1.0"])
+    store: str | None = Field(
+        None, description="The job store: its kind and whether it answers (ok) or why not.", examples=["sqlite: ok"]
+    )
+    job_runner: str | None = Field(
+        None,
+        description="Who runs this process's accepted jobs: embedded (this host's worker pool) or external "
+        "(`dpcal worker` processes; DPCAL_EMBEDDED_WORKERS=0).",
+        examples=["embedded"],
+    )
 
 
 class ProblemField(BaseModel):
