@@ -12,10 +12,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 dpcal
 WORKDIR /srv/dpcal
 
+# EXTRAS: optional installs, e.g. "postgres,dask" for deploy/compose.yaml (PostgreSQL job store, Dask backend)
+ARG EXTRAS=""
 COPY pyproject.toml README.md ./
 COPY accountants ./accountants
 COPY app ./app
-RUN pip install . && rm -rf /root/.cache
+RUN pip install ".${EXTRAS:+[$EXTRAS]}" && rm -rf /root/.cache
 
 USER dpcal
 EXPOSE 8000

@@ -37,6 +37,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/pld.py
 	$(BIN)/python benchmarks/blas.py
 	$(BIN)/python benchmarks/http.py
+	$(BIN)/python benchmarks/jobs.py
 
 ## lint: ruff (lint and format) and mypy (strict on accountants/, normal on app/; configured in pyproject.toml)
 lint: $(VENV)/.installed-test

@@ -333,6 +333,20 @@ class AuditSummary(BaseModel):
     )
     exact_note: str | None = Field(description="How the exact ε is known, or why not.", examples=["analytic Gaussian"])
     consistent: bool = Field(description="The lower bound does not exceed the accounted ε.", examples=[True])
+    max_detectable_epsilon: float = Field(
+        description="The largest lower bound these trials could certify even with a perfect test (no errors on the "
+        "evaluation half; the same Clopper–Pearson construction): the audit's power.",
+        examples=[8.1],
+    )
+    informative: bool = Field(
+        description="Whether the audit can say something about the accounting: false where max_detectable_epsilon or "
+        "the measured bound is below INFORMATIVE_FRACTION (a quarter) of the accounted ε.",
+        examples=[True],
+    )
+    informative_reason: str | None = Field(
+        description="Why the audit is not informative (too few trials, or a weak score / a drowned signal).",
+        examples=[None],
+    )
     trials: int = Field(description="Trials (each: one run on D and one on D′).", examples=[20000])
     method: str = Field(
         description="Distinguishing record, score, threshold selection and confidence bounds.",
@@ -388,6 +402,49 @@ def _epsilon_from_rates(positive_rate: float, false_rate: float, delta: float) -
     return max(0.0, math.log(gain / false_rate)) if gain > 0 else 0.0
 
 
+INFORMATIVE_FRACTION = 0.25
+"""An audit whose reach (or result) is below this share of the accounted ε cannot tell a sound accountant from one that
+overstates privacy four-fold (the size of the gaps shuffled batches show): it is reported as not informative."""
+
+
+def max_detectable_epsilon(n_in: int, n_out: int, delta: float, alpha: float = 1.0 - CONFIDENCE) -> float:
+    """The largest ε lower bound :func:`audit` can certify from ``n_in`` and ``n_out`` evaluation trials: a perfect
+    test (every D trial said D, no D′ trial said D), log((CPlow(n_in, n_in) − δ)/CPhigh(0, n_out)) with one-sided
+    Clopper–Pearson bounds at 1 − α/2: (α/2)^{1/n_in} and 1 − (α/2)^{1/n_out}. Every measured bound is at most this
+    (the bound grows with the true positives and falls with the false positives)."""
+    if n_in == 0 or n_out == 0:
+        return 0.0
+    return min(
+        _epsilon_from_rates(
+            clopper_pearson_lower(n_in, n_in, alpha / 2), clopper_pearson_upper(0, n_out, alpha / 2), delta
+        ),
+        1e6,
+    )
+
+
+def _informative(lower: float, reach: float, accounted: float, exact: float | None, trials: int) -> str | None:
+    """Why an audit is not informative, or None where it is (see :data:`INFORMATIVE_FRACTION`)."""
+    floor = INFORMATIVE_FRACTION * accounted
+    if reach < floor:
+        return (
+            f"too few trials: even a perfect test on these {trials} trials certifies at most ε ≥ {reach:.3g}, below "
+            f"{INFORMATIVE_FRACTION:g} of the accounted ε = {accounted:.3g}; run more trials"
+        )
+    if lower < floor and exact is not None and lower >= INFORMATIVE_FRACTION * exact:
+        return (
+            f"a loose accountant: the measured ε ≥ {lower:.3g} is below {INFORMATIVE_FRACTION:g} of the accounted "
+            f"ε = {accounted:.3g}, but the simulated mechanism's exact ε is {exact:.3g}: the audit cannot test the "
+            "accounted value, only the mechanism"
+        )
+    if lower < floor:
+        return (
+            f"a weak score or a drowned signal: the measured ε ≥ {lower:.3g} is below {INFORMATIVE_FRACTION:g} of the "
+            f"accounted ε = {accounted:.3g} although the trials could certify up to {reach:.3g}; the canary's signal "
+            "is small against the noise of the rest of the run (or the accounting is loose)"
+        )
+    return None
+
+
 def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float = 1.0 - CONFIDENCE) -> AuditSummary:
     """One-sided lower confidence bound on ε from paired scores on D (in) and D′ (out).
 
@@ -416,6 +473,8 @@ def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float 
     fnr_high = clopper_pearson_upper(n_in - tp, n_in, alpha / 2)
     lower = max(_epsilon_from_rates(tpr_low, fpr_high, plan.delta), _epsilon_from_rates(tnr_low, fnr_high, plan.delta))
     lower = min(lower, 1e6)
+    reach = max_detectable_epsilon(n_in, n_out, plan.delta, alpha)
+    reason = _informative(lower, reach, plan.epsilon_accounted, plan.epsilon_exact, int(score_in.size))
     return AuditSummary(
         epsilon_accounted=plan.epsilon_accounted,
         accountant=plan.accountant,
@@ -423,6 +482,9 @@ def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float 
         epsilon_exact=plan.epsilon_exact,
         exact_note=plan.exact_note,
         consistent=bool(lower <= plan.epsilon_accounted),
+        max_detectable_epsilon=reach,
+        informative=reason is None,
+        informative_reason=reason,
         trials=int(score_in.size),
         method=(plan.audit_method or "")
         + f"; threshold test chosen on the {score_in[select].size} even-numbered trials, error rates of the "

@@ -379,6 +379,8 @@ def _job_summary(job: Any) -> str:
             f"  privacy audit: ε ≥ {a.epsilon_lower_bound:.6g} (95 %){exact} ≤ accounted "
             f"{a.epsilon_accounted:.6g} ({a.accountant}): {'consistent' if a.consistent else 'INCONSISTENT'}"
         )
+        power = "informative" if a.informative else f"not informative: {a.informative_reason}"
+        lines.append(f"  audit power: these trials can certify at most ε ≥ {a.max_detectable_epsilon:.6g}; {power}")
     return "\n".join(lines)
 
 

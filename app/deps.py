@@ -29,7 +29,7 @@ def job_manager(request: Request) -> JobManager:
     with state.jobs_lock:
         if getattr(state, "jobs", None) is None:
             state.jobs = JobManager(state.settings)
-            if state.settings.embedded_workers:
+            if state.settings.api_runs_jobs:
                 state.jobs.start()
         manager: JobManager = state.jobs
         return manager

@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         compute.warm()
         with app.state.jobs_lock:
             app.state.jobs = JobManager(settings)
-            if settings.embedded_workers:  # else `dpcal worker` processes run the jobs this process accepts
+            if settings.api_runs_jobs:  # else `dpcal worker` processes run the jobs this process accepts
                 app.state.jobs.start()
         yield
         with app.state.jobs_lock:

@@ -16,6 +16,9 @@ variable                   default       meaning
 ``DPCAL_EMBEDDED_WORKERS``  1            0: this API process runs no jobs (``dpcal worker`` processes do)
 ``DPCAL_HOST_DIR``         beside the    where the processes of one service on one host share lock files
                            SQLite file
+``DPCAL_JOB_BACKEND``      local         where a job's trials run: local (this host's worker pool) or dask
+``DPCAL_DASK_ADDRESS``     (none)        the Dask scheduler (tcp://host:8786) for DPCAL_JOB_BACKEND=dask; only
+                                        ``dpcal worker`` processes use it (needs the ``dask`` extra)
 ``DPCAL_JOB_WORKERS``      CPU count     worker processes running verification trials
 ``DPCAL_JOB_MAX_TRIALS``   200000        trials allowed per job (more: 422)
 ``DPCAL_JOB_MAX_WORK``     2e8           estimated operations allowed per job (more: 422)
@@ -65,6 +68,14 @@ class Settings:
     job_lease_seconds: float = 30.0
     embedded_workers: bool = True
     host_dir: str | None = None
+    job_backend: str = "local"
+    dask_address: str | None = None
+
+    @property
+    def api_runs_jobs(self) -> bool:
+        """Whether an API process runs jobs itself: embedded workers on the local backend (Dask jobs are sent by
+        ``dpcal worker`` processes only)."""
+        return self.embedded_workers and self.job_backend == "local"
 
     @property
     def host_directory(self) -> Path:
@@ -92,6 +103,15 @@ class Settings:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
         if f"{PREFIX}HOST_DIR" in env:
             values["host_dir"] = env[f"{PREFIX}HOST_DIR"]
+        if f"{PREFIX}JOB_BACKEND" in env:
+            backend = env[f"{PREFIX}JOB_BACKEND"].strip().lower()
+            if backend not in ("local", "dask"):
+                raise SettingsError(f"{PREFIX}JOB_BACKEND must be local or dask, got {backend!r}")
+            values["job_backend"] = backend
+            if backend == "dask" and not env.get(f"{PREFIX}DASK_ADDRESS"):
+                raise SettingsError(f"{PREFIX}JOB_BACKEND=dask needs {PREFIX}DASK_ADDRESS (tcp://host:port)")
+        if env.get(f"{PREFIX}DASK_ADDRESS"):
+            values["dask_address"] = env[f"{PREFIX}DASK_ADDRESS"]
         if f"{PREFIX}EMBEDDED_WORKERS" in env:
             flag = env[f"{PREFIX}EMBEDDED_WORKERS"].strip().lower()
             if flag not in ("0", "1", "true", "false"):

@@ -38,7 +38,7 @@ from accountants.verification import BlockResult, Plan, block_sizes, summarize
 
 from ..host import try_lock
 from ..settings import Settings
-from .runner import ProcessPoolRunner, Runner
+from .runner import DaskRunner, ProcessPoolRunner, Runner, RunnerLost
 from .store import IdempotencyConflict, Job, JobStore
 
 _log = logging.getLogger("dpcal.jobs")
@@ -56,7 +56,7 @@ class JobManager:
         self.settings = settings
         self.store = JobStore(settings.jobs_db)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._runner_factory = runner_factory or (lambda: ProcessPoolRunner(settings.job_workers))
+        self._runner_factory = runner_factory or (lambda: default_runner(settings))
         self._runner: Runner | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -250,6 +250,14 @@ class JobManager:
         return self._runner
 
 
+def default_runner(settings: Settings) -> Runner:
+    """The runner the settings name: the local worker pool, or the Dask cluster at ``DPCAL_DASK_ADDRESS``."""
+    if settings.job_backend == "dask":
+        assert settings.dask_address is not None  # checked with the settings
+        return DaskRunner(settings.dask_address)
+    return ProcessPoolRunner(settings.job_workers)
+
+
 class _JobRun:
     """One attempt at a job: the chunks still to run, those running, and the time it has taken (over attempts)."""
 
@@ -284,10 +292,10 @@ class _JobRun:
         first, last = self.in_flight.pop(future)
         try:
             arrays = future.result()
-        except BrokenProcessPool:
+        except (BrokenProcessPool, RunnerLost) as error:
             self.stop()
             manager._replace_runner()
-            detail = "a worker process died while running the job"
+            detail = f"the runner was lost while running the job ({error})"
             outcome = manager.store.recover(job.id, manager.owner, manager.settings.job_max_attempts, detail)
             _log.warning("job %s: worker died, %s", job.id, outcome)
             return False

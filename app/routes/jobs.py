@@ -3,7 +3,7 @@ leases and runs them."""
 
 # no `from __future__ import annotations`: FastAPI reads the body type of the endpoints built here at run time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response
 
@@ -12,7 +12,7 @@ from accountants import registry
 from ..deps import JobManagerDep, in_params
 from ..jobs.store import IdempotencyConflict, Job, QueueFull, iso
 from ..problems import ApiProblem
-from ..schemas import JobAccounting, JobList, JobOut, JobStatus, Progress, RequestBody
+from ..schemas import JobAccounting, JobList, JobOut, JobStatus, JobSummary, JobSummaryList, Progress, RequestBody
 from .examples import job_examples
 from .responses import PROBLEM_CONTENT, errors
 
@@ -47,7 +47,12 @@ def build_router(body: RequestBody) -> APIRouter:
         summary="Submit a verification job",
     )
     router.add_api_route(
-        "", list_jobs, methods=["GET"], response_model=JobList, responses=errors(422), summary="List jobs"
+        "",
+        list_jobs,
+        methods=["GET"],
+        response_model=JobList | JobSummaryList,
+        responses=errors(422),
+        summary="List jobs",
     )
     router.add_api_route(
         "/{job_id}",
@@ -111,7 +116,11 @@ def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status.")] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="Jobs per page.")] = 50,
     cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page.")] = None,
-) -> JobList:
+    view: Annotated[
+        Literal["full", "summary"],
+        Query(description="full: every job in full; summary: id, algorithm, status, progress and timestamps only."),
+    ] = "full",
+) -> JobList | JobSummaryList:
     """Jobs, newest first, optionally filtered by status; pages are chained by next_cursor."""
     after = None
     if cursor is not None:
@@ -133,7 +142,10 @@ def list_jobs(
         after = seq
     jobs = manager.store.page(status, limit + 1, after)
     page = jobs[:limit]
-    return JobList(jobs=[job_out(j) for j in page], next_cursor=page[-1].id if len(jobs) > limit else None)
+    following = page[-1].id if len(jobs) > limit else None
+    if view == "summary":
+        return JobSummaryList(jobs=[job_summary(j) for j in page], next_cursor=following)
+    return JobList(jobs=[job_out(j) for j in page], next_cursor=following)
 
 
 def get_job(manager: JobManagerDep, job_id: JobId) -> JobOut:
@@ -166,6 +178,26 @@ def _missing(job_id: str) -> ApiProblem:
     return ApiProblem(404, "unknown-job", "Unknown job", f"no job {job_id!r}")
 
 
+def progress(job: Job) -> Progress:
+    """Trials done, the rate over the running time so far, and the time left at that rate."""
+    rate = job.completed / job.runtime if job.completed and job.runtime > 0 else None
+    eta = 0.0 if job.finished else ((job.total - job.completed) / rate if rate else None)
+    return Progress(completed=job.completed, total=job.total, trials_per_second=rate, eta_seconds=eta)
+
+
+def job_summary(job: Job) -> JobSummary:
+    return JobSummary(
+        id=job.id,
+        algorithm=job.algorithm,
+        status=job.status,
+        progress=progress(job),
+        created_at=iso(job.created_at) or "",
+        started_at=iso(job.started_at),
+        updated_at=iso(job.updated_at) or "",
+        finished_at=iso(job.finished_at),
+    )
+
+
 def job_out(job: Job) -> JobOut:
     """A stored job as the API shows it."""
     plan = job.plan
@@ -180,7 +212,7 @@ def job_out(job: Job) -> JobOut:
     return JobOut(
         id=job.id,
         status=job.status,
-        progress=Progress(completed=job.completed, total=job.total),
+        progress=progress(job),
         created_at=iso(job.created_at),
         started_at=iso(job.started_at),
         updated_at=iso(job.updated_at),

@@ -10,6 +10,7 @@ from .. import __version__
 from ..deps import JobManagerDep
 from ..jobs.manager import JobManager
 from ..schemas import Health, Problem
+from .responses import PROBLEM_CONTENT
 
 router = APIRouter(tags=["service"])
 
@@ -21,7 +22,8 @@ def _health(jobs: JobManager) -> tuple[Health, bool]:
         store, reachable = f"{kind}: ok", True
     except Exception as error:  # any driver error means "not reachable"; its text says why
         store, reachable = f"{kind}: unreachable ({type(error).__name__})", False
-    runner = "embedded" if jobs.settings.embedded_workers else "external (dpcal worker)"
+    backend = "" if jobs.settings.job_backend == "local" else f", {jobs.settings.job_backend} backend"
+    runner = ("embedded" if jobs.settings.api_runs_jobs else "external (dpcal worker)") + backend
     return Health(status="ok", version=__version__, store=store, job_runner=runner), reachable
 
 
@@ -35,7 +37,7 @@ def healthz(jobs: JobManagerDep) -> Health:
     "/readyz",
     response_model=Health,
     summary="Readiness",
-    responses={503: {"model": Problem, "description": "The job store cannot be reached."}},
+    responses={503: {"content": PROBLEM_CONTENT, "description": "The job store cannot be reached."}},
 )
 def readyz(jobs: JobManagerDep) -> Health | JSONResponse:
     """Ready to accept requests and jobs: 503 while the job store cannot be reached."""

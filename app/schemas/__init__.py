@@ -23,7 +23,7 @@ from .answers import (
 )
 from .common import Health, Out, Problem, ProblemField, Strict
 from .compose import ComposeCalibrateRequest, ComposeRequest
-from .jobs import JobAccounting, JobList, JobOut, JobStatus, Progress
+from .jobs import JobAccounting, JobList, JobOut, JobStatus, JobSummary, JobSummaryList, Progress
 from .requests import (
     CALIBRATE_FIELDS,
     PRIVACY_FIELDS,
@@ -55,6 +55,8 @@ __all__ = [
     "JobList",
     "JobOut",
     "JobStatus",
+    "JobSummary",
+    "JobSummaryList",
     "NoiseOut",
     "Out",
     "PaperOut",

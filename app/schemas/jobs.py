@@ -16,6 +16,16 @@ JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 class Progress(BaseModel):
     completed: int = Field(description="Trials finished.", examples=[512])
     total: int = Field(description="Trials in the job.", examples=[1000])
+    trials_per_second: float | None = Field(
+        None,
+        description="Trials finished per second of running time so far (all attempts; null before the first chunk).",
+        examples=[850.0],
+    )
+    eta_seconds: float | None = Field(
+        None,
+        description="Estimated seconds of running left at that rate (0 once finished; null while unknown).",
+        examples=[0.6],
+    )
 
 
 class JobAccounting(BaseModel):
@@ -57,6 +67,26 @@ class JobOut(BaseModel):
 
 class JobList(BaseModel):
     jobs: list[JobOut] = Field(description="Jobs, newest first.")
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next page (null on the last page).", examples=[None]
+    )
+
+
+class JobSummary(BaseModel):
+    """A job in a summary listing (``view=summary``): no request, plan or result."""
+
+    id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
+    algorithm: str = Field(description="The algorithm simulated.", examples=["dp-sgd"])
+    status: JobStatus = Field(description="queued, running, succeeded, failed or cancelled.", examples=["running"])
+    progress: Progress = Field(description="Trials finished, rate and time left.")
+    created_at: str = Field(description="When the job was accepted (UTC).", examples=["2026-11-22T10:00:00.000000Z"])
+    started_at: str | None = Field(description="When it first started running.", examples=[None])
+    updated_at: str = Field(description="Last change.", examples=["2026-11-22T10:00:00.000000Z"])
+    finished_at: str | None = Field(description="When it reached a final status.", examples=[None])
+
+
+class JobSummaryList(BaseModel):
+    jobs: list[JobSummary] = Field(description="Jobs, newest first, summarised.")
     next_cursor: str | None = Field(
         description="Pass as cursor for the next page (null on the last page).", examples=[None]
     )

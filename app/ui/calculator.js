@@ -327,6 +327,7 @@ async function runJob() {
       const a = result.privacy_audit;
       dl.append(text("dt", "audit lower bound on ε"), text("dd", `${fmt(a.epsilon_lower_bound, 4)} (95 %, ${a.trials} trials)`));
       dl.append(text("dt", "accounted ε"), text("dd", `${fmt(a.epsilon_accounted, 4)} (${a.accountant}); consistent: ${a.consistent}`));
+      dl.append(text("dt", "audit power"), text("dd", `at most ε ≥ ${fmt(a.max_detectable_epsilon, 4)} detectable with these trials; ${a.informative ? "informative" : `not informative: ${a.informative_reason}`}`));
     }
     if (job.error) dl.append(text("dt", "error"), text("dd", job.error.detail || job.error.title));
   } catch (error) {

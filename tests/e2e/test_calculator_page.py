@@ -4,23 +4,14 @@ plot, a change of algorithm, no request off the loopback address, and an axe-cor
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from ..support.browser import CHROMIUM, FLAGS
+
 VENDOR = Path(__file__).parent.parent / "vendor" / "axe-core" / "axe.min.js"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_MS = 180_000  # a generous bound on a busy 2-core machine; the test waits on the page's state, not on time
 PLOTS_READY = "document.querySelector('#status').textContent === 'Answer and plots ready.'"
 
@@ -89,7 +80,7 @@ def test_the_calculator_computes_plots_and_stays_on_loopback(browser, live_serve
     page.click("#run-job")
     page.wait_for_function("document.querySelector('#job-status').textContent.startsWith('succeeded')", timeout=WAIT_MS)
     result = page.text_content("#job-result")
-    assert "audit lower bound on ε" in result and "accounted ε" in result
+    assert "audit lower bound on ε" in result and "accounted ε" in result and "audit power" in result
 
     hosts = {urlsplit(url).hostname for url in requested}
     assert hosts == {"127.0.0.1"}, hosts

@@ -2,11 +2,12 @@
 operations in a real headless browser (Debian's chromium, installed by .ci/run where apt is available)."""
 
 import re
-import shutil
 import subprocess
 import tempfile
 
 import pytest
+
+from ..support.browser import CHROMIUM, FLAGS
 
 URL_ATTRIBUTE = re.compile(r"""(?:src|href|url)\s*[=:(]\s*["']?([^"' )>]+)""", re.IGNORECASE)
 
@@ -28,24 +29,14 @@ def test_assets_are_served(http):
         assert http.get(f"/docs-assets/{name}").status_code == 200
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-@pytest.mark.skipif(_chromium() is None, reason="no chromium on this machine (.ci/run installs Debian's chromium)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (.ci/run installs Debian's chromium)")
 def test_swagger_ui_renders_the_operations_in_a_headless_browser(live_server):
     with tempfile.TemporaryDirectory() as profile:
         dom = subprocess.run(
             [
-                _chromium(),
+                str(CHROMIUM),
                 "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *FLAGS,
                 f"--user-data-dir={profile}",
                 "--virtual-time-budget=15000",
                 "--dump-dom",

@@ -30,7 +30,7 @@ def test_last_iterate_job_end_to_end(http):
     assert response.status_code == 202
     job = response.json()
     assert job["status"] == "queued" and response.headers["Location"] == f"/v1/jobs/{job['id']}"
-    assert job["progress"] == {"completed": 0, "total": 20000}
+    assert job["progress"] == {"completed": 0, "total": 20000, "trials_per_second": None, "eta_seconds": None}
     done = wait(http, job["id"])
     assert done["status"] == "succeeded" and done["error"] is None
     assert done["progress"]["completed"] == 20000 and done["finished_at"] and done["started_at"]
@@ -322,3 +322,28 @@ def test_arithmetic_errors_escaping_a_family_are_a_422_not_a_500(tmp_path):
             app.state.jobs.stop()
     finally:
         del _REGISTRY["dp-sgd-fragile"]
+
+
+def test_progress_rate_and_the_summary_view(http):
+    job_id = http.post("/v1/jobs", json=body(trials=512, seed=5)).json()["id"]
+    job = wait(http, job_id)
+    assert job["status"] == "succeeded"
+    progress = job["progress"]
+    assert progress["completed"] == progress["total"] == 512
+    assert progress["trials_per_second"] > 0 and progress["eta_seconds"] == 0.0
+    listing = http.get("/v1/jobs", params={"view": "summary", "limit": 3}).json()
+    summary = listing["jobs"][0]  # the newest job of the shared server (this one or a later one)
+    assert set(summary) == {
+        "id",
+        "algorithm",
+        "status",
+        "progress",
+        "created_at",
+        "started_at",
+        "updated_at",
+        "finished_at",
+    }
+    assert len(http.get("/v1/jobs", params={"view": "summary", "limit": 3}).content) < len(
+        http.get("/v1/jobs", params={"limit": 3}).content
+    )
+    assert http.get("/v1/jobs", params={"view": "brief"}).status_code == 422
