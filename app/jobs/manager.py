@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ import sqlalchemy.exc
 from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
 from accountants.planning import plan_job
-from accountants.verification import BlockResult, Plan, block_sizes, summarize
+from accountants.verification import BlockResult, Plan, block_sizes, summarize, trials_for_power
 
 from ..host import try_lock
 from ..settings import Settings
@@ -125,6 +126,8 @@ class JobManager:
             body.get("problem"),
             body.get("target_epsilon"),
         )
+        if body.get("target_power") is not None:
+            plan = self._sized_for_power(plan, float(body["target_power"]))
         if plan.work > s.job_max_work:
             raise JobRejected(
                 FieldIssue(
@@ -136,6 +139,34 @@ class JobManager:
                 )
             )
         return plan
+
+    def _sized_for_power(self, plan: Plan, target_power: float) -> Plan:
+        """The plan with the trials its audit needs to reach ``target_power`` of the accounted ε (422 naming the
+        field where the power is unknown before running or the trials exceed the limit)."""
+        limit = self.settings.job_max_trials
+        target = target_power * plan.epsilon_accounted
+        if plan.gaussian_mu is None or "privacy-audit" not in plan.checks:
+            raise JobRejected(
+                FieldIssue(
+                    ("target_power",),
+                    "the audit's power is known before running only for an exact Gaussian transcript (dp-sgd with "
+                    "full batches) and with the privacy-audit check: give trials, then read max_detectable_epsilon",
+                    "omitted here",
+                    target_power,
+                )
+            )
+        needed = trials_for_power(plan.gaussian_mu, plan.delta, target, limit)
+        if needed is None:
+            raise JobRejected(
+                FieldIssue(
+                    ("target_power",),
+                    f"out of reach within {limit} trials (DPCAL_JOB_MAX_TRIALS): the audit cannot be expected to "
+                    f"certify ε ≥ {target:.3g}",
+                    "a smaller target_power",
+                    target_power,
+                )
+            )
+        return dataclasses.replace(plan, trials=needed, work=plan.work * needed / plan.trials)
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:
         """Store a job (or return the one already stored under ``idempotency_key`` for the same body)."""

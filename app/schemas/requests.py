@@ -185,6 +185,19 @@ def job_fields(family: AlgorithmFamily[Any]) -> dict[str, Any]:
                 "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated work at most DPCAL_JOB_MAX_WORK.",
             ),
         ),
+        "target_power": (
+            float | None,
+            Field(
+                None,
+                gt=0,
+                le=1,
+                examples=[None],
+                description="Size the audit instead of giving trials: the trials with which the audit is expected to "
+                "certify ε ≥ target_power × the accounted ε (trials is then ignored; the answer's progress.total says "
+                "how many). Refused (422) where that is beyond DPCAL_JOB_MAX_TRIALS, or where the audit's power is "
+                "not known before running (it is for an exact Gaussian transcript: dp-sgd with full batches).",
+            ),
+        ),
         "seed": (
             int,
             Field(

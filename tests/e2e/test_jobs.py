@@ -347,3 +347,24 @@ def test_progress_rate_and_the_summary_view(http):
         http.get("/v1/jobs", params={"limit": 3}).content
     )
     assert http.get("/v1/jobs", params={"view": "brief"}).status_code == 422
+
+
+def test_target_power_sizes_the_audit_and_the_job_reaches_it(http):
+    """dp-sgd with full batches: its transcript is a Gaussian shift, so the trials a target power needs are known
+    before running; a job with that many trials certifies the target."""
+    example = dict(registry.get("dp-sgd").job_example or {})
+    submitted = http.post("/v1/jobs", json={"algorithm": "dp-sgd", **example, "target_power": 0.5})
+    assert submitted.status_code == 202, submitted.text
+    job = submitted.json()
+    assert job["progress"]["total"] > example["trials"]  # sized for the power, not the trials given
+    done = wait(http, job["id"], timeout=600)
+    audit = done["result"]["privacy_audit"]
+    assert done["status"] == "succeeded"
+    assert audit["epsilon_lower_bound"] >= 0.5 * audit["epsilon_accounted"]
+    assert audit["max_detectable_epsilon"] >= audit["epsilon_lower_bound"] and audit["informative"]
+
+    out_of_reach = http.post("/v1/jobs", json={"algorithm": "dp-sgd", **example, "target_power": 0.99})
+    assert out_of_reach.status_code == 422
+    assert out_of_reach.json()["errors"][0]["loc"] == ["target_power"]
+    unknown = http.post("/v1/jobs", json=body(target_power=0.5))  # dp-sgd-last-iterate: power unknown beforehand
+    assert unknown.status_code == 422 and unknown.json()["errors"][0]["loc"] == ["target_power"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -94,6 +95,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             + p.sampling
             + "); score: log-likelihood ratio of the whole transcript along it (most powerful test)",
             work=work,
+            gaussian_mu=None if exact is None else math.sqrt(steps) / z,  # the canary's shift over the noise, T times
         )
 
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
