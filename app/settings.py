@@ -25,7 +25,7 @@ variable                   default       meaning
 ``DPCAL_JOB_MAX_QUEUED``   32            queued jobs allowed (more: 429 with Retry-After)
 ``DPCAL_JOB_TIME_LIMIT``   900           seconds a job may run (then it fails: timed out)
 ``DPCAL_JOB_MAX_ATTEMPTS`` 3             starts of a job whose process dies before it fails
-``DPCAL_JOB_CHUNK_BLOCKS`` 16            blocks of 64 trials per chunk (progress, cancellation)
+``DPCAL_JOB_CHUNK_BLOCKS`` 16            most blocks of 64 trials per chunk (chunks grow from 1 block to ~1 s each)
 ``DPCAL_JOB_LEASE_SECONDS`` 30           a running job not heard of for this long is recovered
 =========================  ============  =====================================================
 """

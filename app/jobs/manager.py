@@ -3,8 +3,9 @@
 * Accepting: the request is validated, the noise calibrated when a target ε is given, and the simulation planned
   (accounted ε, exact ε, predicted utility, cost) before the job is stored, so errors come back as 4xx at once.
 * Running: a dispatcher thread claims the oldest queued job and submits its blocks in chunks (at most two per worker
-  in flight). Each finished chunk is stored with the progress; cancellation and the time limit are checked between
-  chunks. When every block is in, the statistics are computed and the job succeeds.
+  in flight; a chunk starts at one block and grows to about :data:`CHUNK_SECONDS`). Each finished chunk is stored
+  with the progress; cancellation and the time limit are checked between chunks. When every block is in, the
+  statistics are computed and the job succeeds.
 * One runner per host: every server process accepts jobs, but only the one holding the host's runner lock (a
   ``flock`` beside the database, released by the kernel when its holder dies) runs them, on one worker pool; the
   others try to take the lock every second, so a dead runner is replaced.
@@ -46,6 +47,9 @@ _log = logging.getLogger("dpcal.jobs")
 _RECOVERY_INTERVAL = 5.0
 _RUNNER_RETRY_SECONDS = 1.0
 _STORE_RETRY_SECONDS = 2.0
+CHUNK_SECONDS = 1.0
+"""A chunk takes about this long (its blocks then report progress at least about every second, and a job spreads over
+as many workers as it has blocks)."""
 
 
 class JobRejected(ParameterError):
@@ -299,19 +303,31 @@ class _JobRun:
         self.sizes = block_sizes(self.plan.trials)
         store = manager.store
         done = {b for first, last, _ in store.chunks(job.id) for b in range(first, last + 1)}
-        blocks = [b for b in range(len(self.sizes)) if b not in done]
-        self.queue = _ranges(blocks, manager.settings.job_chunk_blocks)
-        self.in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int]] = {}
+        self.remaining = [b for b in range(len(self.sizes)) if b not in done]
+        self.chunk = 1  # blocks per chunk: grows until a chunk takes about CHUNK_SECONDS (progress stays fresh)
+        self.in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int, float]] = {}
         self.started, self.base = time.monotonic(), job.runtime
+
+    @property
+    def queue(self) -> list[int]:
+        """Blocks not yet sent."""
+        return self.remaining
 
     def elapsed(self) -> float:
         return self.base + time.monotonic() - self.started
 
     def fill(self) -> None:
-        """Keep two chunks per worker in flight."""
-        while self.queue and len(self.in_flight) < 2 * self.runner.workers:
-            first, last = self.queue.pop(0)
-            self.in_flight[self.runner.submit(self.plan, first, last)] = (first, last)
+        """Keep two chunks per worker in flight, each a run of consecutive blocks of the current chunk size."""
+        while self.remaining and len(self.in_flight) < 2 * self.runner.workers:
+            first, last = _ranges(self.remaining[: self.chunk], self.chunk)[0]
+            del self.remaining[: last - first + 1]
+            self.in_flight[self.runner.submit(self.plan, first, last)] = (first, last, time.monotonic())
+
+    def _resize(self, blocks: int, seconds: float) -> None:
+        """Chunks of about :data:`CHUNK_SECONDS` (a chunk waits behind another on its worker: half the time is its
+        own), at most ``DPCAL_JOB_CHUNK_BLOCKS`` blocks."""
+        per_block = max(seconds / 2.0 / blocks, 1e-6)
+        self.chunk = max(1, min(self.manager.settings.job_chunk_blocks, int(CHUNK_SECONDS / per_block)))
 
     def stop(self) -> None:
         for future in self.in_flight:
@@ -320,7 +336,7 @@ class _JobRun:
     def save(self, future: Future[dict[str, np.ndarray]]) -> bool:
         """Store a finished chunk; False where the job ended (failed, requeued, no longer ours)."""
         manager, job = self.manager, self.job
-        first, last = self.in_flight.pop(future)
+        first, last, submitted = self.in_flight.pop(future)
         try:
             arrays = future.result()
         except (BrokenProcessPool, RunnerLost) as error:
@@ -333,6 +349,7 @@ class _JobRun:
         except Exception as error:
             self.fail("simulation-error", "Simulation failed", f"{type(error).__name__}: {error}")
             return False
+        self._resize(last - first + 1, time.monotonic() - submitted)
         trials = sum(self.sizes[first : last + 1])
         lease = manager.settings.job_lease_seconds
         if not manager.store.save_chunk(job.id, manager.owner, first, last, trials, arrays, lease, self.elapsed()):

@@ -7,11 +7,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from ...events import GaussianEvent, TruncatedPoissonSampledEvent
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, param
-from ...synthetic.logistic import logistic_data, logistic_loss, logistic_optimum
+from ...synthetic.logistic import logistic_data, logistic_optimum
 from ...verification import (
     BlockResult,
     Job,
@@ -115,8 +116,8 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
                     result[key] = canary_llr_scores(rng, trials, steps, problem["inclusion"], sigma, replace, inside)
         if "utility" in plan.checks:
             features, labels = logistic_data(plan.seed, plan.problem["records"], plan.problem["dimension"])
-            losses = [_train(rng, features, labels, p, plan.problem) for _ in range(trials)]
-            result["utility"] = np.array(losses) - plan.problem["optimal_loss"]
+            losses = _train(rng, trials, features, labels, p, plan.problem)
+            result["utility"] = losses - plan.problem["optimal_loss"]
         return BlockResult(**result)
 
 
@@ -138,45 +139,72 @@ def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
     return {"inclusion": p.sampling_rate}
 
 
-def _batches(
-    rng: np.random.Generator, n: int, p: Mapping[str, Any], problem: Mapping[str, Any]
+def _masks(
+    rng: np.random.Generator, trials: int, n: int, p: Mapping[str, Any], problem: Mapping[str, Any]
 ) -> Iterator[np.ndarray]:
-    """The batches of the simulated run's records, drawn as the declared loader draws them (the sampling rate kept)."""
+    """Each step's batches of every trial as a (trials × n) inclusion mask, drawn as the declared loader draws them
+    (the sampling rate kept): Poisson rows, uniformly random b-subsets, a permutation (shuffle) or an allocation
+    (balls-in-bins) per epoch, Poisson rows cut to a random subset of the cap (truncated)."""
     q, steps, sampling = problem["sampling_rate"], problem["steps"], p["sampling"]
     batch = max(1, round(q * n))
     slots = max(1, -(-n // batch))
     cap = max(1, round(problem.get("max_batch_size", n) * n / p["dataset_size"]))
-    order = np.arange(0)
+    place = np.zeros((trials, n), dtype=np.int64)
     for step in range(steps):
         if sampling in WITHOUT_AMPLIFICATION:
             k = step % slots
-            if k == 0:
-                order = rng.permutation(n) if sampling == "shuffle" else rng.integers(slots, size=n)
-            yield order[k * batch : (k + 1) * batch] if sampling == "shuffle" else np.flatnonzero(order == k)
+            if k == 0:  # a new epoch: each record's batch, from a permutation's ranks or a uniform allocation
+                if sampling == "shuffle":
+                    place = np.argsort(np.argsort(rng.random((trials, n)), axis=1), axis=1) // batch
+                else:
+                    place = rng.integers(slots, size=(trials, n))
+            yield place == k
         elif sampling == "fixed-size":
-            yield rng.choice(n, size=batch, replace=False)
+            chosen = np.argpartition(rng.random((trials, n)), batch - 1, axis=1)[:, :batch]  # b uniform records
+            mask = np.zeros((trials, n), dtype=bool)
+            np.put_along_axis(mask, chosen, True, axis=1)
+            yield mask
         else:
-            chosen = rng.choice(n, size=rng.binomial(n, q), replace=False)
-            yield chosen[:cap] if sampling == "truncated-poisson" else chosen  # a random order: the cut is random
+            included = rng.random((trials, n)) < q
+            over = np.flatnonzero((included.sum(axis=1) > cap) & (sampling == "truncated-poisson"))
+            if len(over):  # the rows over the cap keep a uniformly random cap of their records
+                keys = np.where(included[over], rng.random((len(over), n)), np.inf)
+                kept = np.argpartition(keys, cap - 1, axis=1)[:, :cap]
+                included[over] = False
+                rows = np.zeros((len(over), n), dtype=bool)
+                np.put_along_axis(rows, kept, True, axis=1)
+                included[over] = rows
+            yield included
 
 
 def _train(
-    rng: np.random.Generator, features: np.ndarray, labels: np.ndarray, p: Mapping[str, Any], problem: Mapping[str, Any]
-) -> float:
-    """One DP-SGD run (batches as the declared loader draws them, per-example clipping, Gaussian noise) from θ = 0."""
+    rng: np.random.Generator,
+    trials: int,
+    features: np.ndarray,
+    labels: np.ndarray,
+    p: Mapping[str, Any],
+    problem: Mapping[str, Any],
+) -> np.ndarray:
+    """``trials`` DP-SGD runs at once (batches as the declared loader draws them, per-example clipping, Gaussian
+    noise) from θ = 0; the final empirical logistic loss of each.
+
+    Per-example gradients are c_ij·x_j with c_ij = −y_j σ(−y_j⟨x_j, θ_i⟩), so their norms are |c_ij|·‖x_j‖ and each
+    step's clipped sum is one (trials × n) @ (n × d) product."""
     n, d = features.shape
     q, lr = problem["sampling_rate"], problem["learning_rate"]
     clip, z = p["clip_norm"], p["noise_multiplier"]
     std = z * clip * (2.0 if p["neighbouring"] == "replace-one" else 1.0)
     expected = max(q * n, 1.0)
-    theta = np.zeros(d)
-    for chosen in _batches(rng, n, p, problem):
-        x, y = features[chosen], labels[chosen]
-        grads = (-y * np.exp(-np.logaddexp(0.0, y * (x @ theta))))[:, None] * x
-        norms = np.linalg.norm(grads, axis=1)
-        grads *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
-        theta -= lr * (grads.sum(axis=0) + std * rng.standard_normal(d)) / expected
-    return logistic_loss(theta, features, labels)
+    lengths = np.linalg.norm(features, axis=1)
+    theta = np.zeros((trials, d))
+    for mask in _masks(rng, trials, n, p, problem):
+        rows, cols = np.nonzero(mask)  # (trial, record) pairs in the batches: only those are differentiated
+        x, y = features[cols], labels[cols]
+        coefficient = -y * np.exp(-np.logaddexp(0.0, y * np.einsum("ij,ij->i", theta[rows], x)))
+        coefficient *= np.minimum(1.0, clip / np.maximum(np.abs(coefficient) * lengths[cols], 1e-300))
+        summed = sparse.csr_matrix((coefficient, (rows, cols)), shape=(trials, n)) @ features
+        theta -= lr * (summed + std * rng.standard_normal((trials, d))) / expected
+    return np.asarray(np.mean(np.logaddexp(0.0, -labels * (theta @ features.T)), axis=1))
 
 
 register_simulator(ALGORITHM_ID, DpSgdSimulator())
