@@ -137,7 +137,8 @@ class JobManager:
                 FieldIssue(
                     ("trials",),
                     f"the job would take about {plan.work:.3g} operations, above the limit of "
-                    f"{s.job_max_work:.3g} (DPCAL_JOB_MAX_WORK): reduce trials or steps, or drop the utility check",
+                    f"{s.job_max_work:.3g} (DPCAL_JOB_MAX_WORK): reduce trials or steps"
+                    + (", or drop the utility check" if "utility" in plan.checks and len(plan.checks) > 1 else ""),
                     f"trials ≤ {max(2, int(trials * s.job_max_work / plan.work))} here",
                     trials,
                 )

@@ -108,7 +108,10 @@ def test_trials_limit_and_validation(http):
     heavy = assert_problem(
         http.post("/v1/jobs", json=body({**LINEAR, "steps": 10**6}, trials=100000)), 422, ("trials",)
     )
-    assert "DPCAL_JOB_MAX_WORK" in heavy["detail"]
+    assert "DPCAL_JOB_MAX_WORK" in heavy["detail"] and "drop the utility check" in heavy["detail"]
+    audit_only = body({**LINEAR, "steps": 10**6}, trials=100000, checks=["privacy-audit"])
+    heavy_audit = assert_problem(http.post("/v1/jobs", json=audit_only), 422, ("trials",))
+    assert "utility" not in heavy_audit["detail"]  # names only what this request can change
     assert_problem(http.post("/v1/jobs", json={**body(), "algorithm": "dp-adam"}), 404)
 
 
