@@ -371,3 +371,21 @@ def test_target_power_sizes_the_audit_and_the_job_reaches_it(http):
     assert out_of_reach.json()["errors"][0]["loc"] == ["target_power"]
     unknown = http.post("/v1/jobs", json=body(target_power=0.5))  # dp-sgd-last-iterate: power unknown beforehand
     assert unknown.status_code == 422 and unknown.json()["errors"][0]["loc"] == ["target_power"]
+
+
+def test_chunks_grow_to_about_a_second_within_the_limit():
+    """A chunk starts at one block; after a chunk of b blocks took s seconds (half of it queued behind another), the
+    next has about CHUNK_SECONDS of work, at most DPCAL_JOB_CHUNK_BLOCKS blocks and at least one."""
+    from types import SimpleNamespace
+
+    from app.jobs.manager import CHUNK_SECONDS, _JobRun
+    from app.settings import Settings
+
+    run = _JobRun.__new__(_JobRun)
+    run.manager = SimpleNamespace(settings=Settings(job_chunk_blocks=16))
+    run._resize(1, 0.2)  # 0.1 s per block
+    assert run.chunk == int(CHUNK_SECONDS / 0.1) == 10
+    run._resize(10, 0.02)  # very fast blocks: capped
+    assert run.chunk == 16
+    run._resize(2, 10.0)  # slow blocks: one at a time
+    assert run.chunk == 1

@@ -691,3 +691,17 @@ def test_plan_rejects_what_it_cannot_simulate():
     plan = plan_job(FAMILY, small, 1e-5, ("utility",), 1000, 0, None)
     twice = plan_job(FAMILY, small, 1e-5, ("utility",), 2000, 0, None)
     assert twice.work > 1.9 * plan.work > 0
+
+
+def test_first_and_second_order_jobs_say_they_simulate_the_same_algorithm():
+    from accountants.planning import plan_job
+
+    family = registry.get("private-mirror-descent")
+    example = dict(family.job_example or {})
+    notes = {}
+    for variant in ("first-order", "second-order"):
+        params = example["params"] | {"variant": variant}
+        plan = plan_job(family, params, example["delta"], ("utility",), 64, 3, None, example["target_epsilon"])
+        notes[variant] = plan.prediction_note
+    assert notes["first-order"] == notes["second-order"]
+    assert "same algorithm" in notes["first-order"] and "only the predicted bound differs" in notes["first-order"]

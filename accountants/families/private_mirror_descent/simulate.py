@@ -196,7 +196,11 @@ def _prediction(
             p.second_order_smoothness or 0.0,
             regime(p),
         )
-        return bound, _EXPLICIT_SOURCE, None
+        same = (
+            "first-order and second-order simulate the same algorithm (Algorithm 1): their measurements agree for one "
+            "seed; only the predicted bound differs"
+        )
+        return bound, _EXPLICIT_SOURCE, same
     note = (
         f"variant {p.variant}: the paper's bound is a rate whose constants are lost (Theorem "
         f"{'3.14' if p.variant == 'bias-reduced' else '4.2'}); measured only"
