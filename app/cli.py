@@ -71,6 +71,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     if args.json:
         print(json.dumps(_plain(answer), indent=2))
+    elif args.command == "statement":
+        print(answer.statement)
     else:
         print(_summary(args.command, answer))
     return 1 if args.command == "verify" and answer.status != "succeeded" else 0
@@ -86,22 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default DPCAL_PORT or 8000)")
     serve.add_argument("--workers", type=int, help="server processes (default DPCAL_WORKERS or 1)")
 
-    commands.add_parser(
-        "worker",
-        help="run verification jobs from the job store (DPCAL_JOBS_DB), apart from the API processes",
-    )
-    jobs = commands.add_parser("jobs", help="list, show or requeue jobs in the job store (DPCAL_JOBS_DB) directly")
-    jobs.add_argument("action", choices=("list", "show", "requeue"))
-    jobs.add_argument("id", nargs="?", help="the job (show, requeue)")
-    jobs.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
-    jobs.add_argument("--limit", type=int, default=20, help="jobs listed (newest first)")
-    openapi = commands.add_parser("openapi", help="write the OpenAPI document")
-    openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
-    openapi.add_argument(
-        "--record-examples",
-        action="store_true",
-        help="first record the service's answers to its request examples in app/openapi_examples.json",
-    )
+    _operations_commands(commands)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -131,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         ("privacy", "ε at δ for given noise"),
         ("calibrate", "smallest noise for (ε, δ)"),
         ("utility", "predicted utility bounds"),
+        ("statement", "a privacy statement to paste into a paper or model card (the privacy answer in words)"),
     ):
         command = commands.add_parser(name, help=text)
         hyperparameters(command)
@@ -140,8 +128,14 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--delta", type=float, required=True)
             command.add_argument("--accountant", default="best", choices=("best", "rdp", "tight", "paper"))
             command.add_argument("--orders", help="comma-separated Rényi orders")
-        if name == "privacy":
+        if name in ("privacy", "statement"):
             command.add_argument("--no-refine", action="store_true", help="grid orders only (as dp_accounting)")
+            command.add_argument(
+                "--checkpoints",
+                help="ε after these steps, printed as a table: 'epochs', 'every:K' or comma-separated step counts",
+            )
+        if name in ("privacy", "calibrate"):
+            command.add_argument("--statement", action="store_true", help="add the privacy statement")
         common(command)
 
     verify = commands.add_parser("verify", help="run a verification job (simulated runs: utility and privacy audit)")
@@ -156,6 +150,26 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--quiet", action="store_true", help="no progress on standard error")
     common(verify)
     return parser
+
+
+def _operations_commands(commands: Any) -> None:
+    """The commands that act on the service itself: worker, jobs, openapi."""
+    commands.add_parser(
+        "worker",
+        help="run verification jobs from the job store (DPCAL_JOBS_DB), apart from the API processes",
+    )
+    jobs = commands.add_parser("jobs", help="list, show or requeue jobs in the job store (DPCAL_JOBS_DB) directly")
+    jobs.add_argument("action", choices=("list", "show", "requeue"))
+    jobs.add_argument("id", nargs="?", help="the job (show, requeue)")
+    jobs.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
+    jobs.add_argument("--limit", type=int, default=20, help="jobs listed (newest first)")
+    openapi = commands.add_parser("openapi", help="write the OpenAPI document")
+    openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    openapi.add_argument(
+        "--record-examples",
+        action="store_true",
+        help="first record the service's answers to its request examples in app/openapi_examples.json",
+    )
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -188,6 +202,20 @@ def _orders(args: argparse.Namespace) -> list[float] | None:
         raise ValueError(f"--orders expects comma-separated numbers, got {args.orders!r}") from None
 
 
+def _checkpoints(spec: str | None) -> list[int] | dict[str, int] | str | None:
+    """--checkpoints: 'epochs', 'every:K' or comma-separated step counts."""
+    if spec is None or spec == "epochs":
+        return spec
+    try:
+        if spec.startswith("every:"):
+            return {"every": int(spec.removeprefix("every:"))}
+        return [int(part) for part in spec.split(",")]
+    except ValueError:
+        raise ValueError(
+            f"--checkpoints expects 'epochs', 'every:K' or step counts like 100,200, got {spec!r}"
+        ) from None
+
+
 async def _request(args: argparse.Namespace) -> Any:
     if args.url:
         client = AsyncDpcalClient(args.url)
@@ -199,7 +227,7 @@ async def _request(args: argparse.Namespace) -> Any:
         if args.command == "algorithms":
             return await (client.algorithm(args.id) if args.id else client.algorithms())
         params = _params(args)
-        if args.command == "privacy":
+        if args.command in ("privacy", "statement"):
             return await client.privacy(
                 args.algorithm,
                 params,
@@ -207,6 +235,8 @@ async def _request(args: argparse.Namespace) -> Any:
                 accountant=args.accountant,
                 orders=_orders(args),
                 refine_order=not args.no_refine,
+                checkpoints=_checkpoints(args.checkpoints),
+                statement=args.command == "statement" or args.statement,
             )
         if args.command == "calibrate":
             return await client.calibrate(
@@ -216,6 +246,7 @@ async def _request(args: argparse.Namespace) -> Any:
                 args.delta,
                 accountant=args.accountant,
                 orders=_orders(args),
+                statement=args.statement,
             )
         return await client.utility(args.algorithm, params)
 
@@ -352,7 +383,24 @@ def _summary(command: str, answer: Any) -> str:
             at = "" if b.epsilon is None else f": ε = {b.epsilon:.6g}"
             lines.append(f"  winning bound: {b.name} ({b.source}; {b.releases}){at}")
     lines += [f"  warning: {w}" for w in answer.warnings]
-    return "\n".join(lines)
+    return "\n".join(lines + _curve_and_statement(answer))
+
+
+def _curve_and_statement(answer: Any) -> list[str]:
+    """ε over training as a table (where checkpoints were asked for) and the statement (where asked for)."""
+    lines = []
+    curve = getattr(answer, "curve", None)
+    if curve:
+        lines.append(f"  ε over training:  {'steps':>10}  {'epochs':>8}  {'ε':>10}  accountant")
+        for point in curve:
+            epochs = "" if point.epochs is None else f"{point.epochs:.3f}"
+            lines.append(
+                f"                    {point.steps:>10}  {epochs:>8}  {point.epsilon:>10.6g}  {point.accountant}"
+            )
+    statement = getattr(answer, "statement", None)
+    if statement:
+        lines.append(f"  statement: {statement}")
+    return lines
 
 
 def _job_summary(job: Any) -> str:

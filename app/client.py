@@ -78,6 +78,8 @@ class PrivacyOptions(TypedDict, total=False):
     accountant: str
     orders: Sequence[float] | None
     refine_order: bool
+    checkpoints: Sequence[int] | Mapping[str, int] | str | None
+    statement: bool
 
 
 class CalibrationOptions(TypedDict, total=False):
@@ -85,6 +87,7 @@ class CalibrationOptions(TypedDict, total=False):
 
     accountant: str
     orders: Sequence[float] | None
+    statement: bool
 
 
 class JobOptions(TypedDict, total=False):

@@ -266,3 +266,19 @@ def test_cli_summary_shows_the_paper_and_the_winning_bound(live_server):
     )
     assert last.returncode == 0, last.stderr
     assert "\n  winning bound: " in last.stdout
+
+
+def test_cli_checkpoint_table_and_statement(live_server):
+    params = json.dumps({**MNIST, "epochs": 3, "noise_multiplier": 1.1})
+    common = ("--params", params, "--delta", "1e-5", "--accountant", "rdp", "--url", live_server)
+    table = dpcal("privacy", "dp-sgd", *common, "--checkpoints", "epochs")
+    assert table.returncode == 0 and "ε over training:" in table.stdout
+    rows = [line.split() for line in table.stdout.splitlines() if line.strip().endswith(" rdp")]
+    assert [int(row[0]) for row in rows] == [235, 469, 704]  # the steps at which each of the 3 epochs ends
+    as_json = json.loads(dpcal("privacy", "dp-sgd", *common, "--checkpoints", "235,469,704", "--json").stdout)
+    assert [float(row[2]) for row in rows] == pytest.approx([p["epsilon"] for p in as_json["curve"]], rel=1e-5)
+    statement = dpcal("statement", "dp-sgd", *common)
+    assert statement.returncode == 0 and statement.stdout.startswith("Privacy statement for dp-sgd")
+    assert f"ε = {as_json['epsilon']:.4g}" in statement.stdout
+    bad = dpcal("privacy", "dp-sgd", *common, "--checkpoints", "every:x")
+    assert bad.returncode == 2 and "--checkpoints" in bad.stderr
