@@ -170,7 +170,6 @@ def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> t
     lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
     best_value, best_order = np.full(lo.size, np.inf), lo.copy()
     active = np.arange(lo.size)
-    steps = np.arange(_ZOOM_POINTS)
     for round_ in range(1, _ZOOM_MAX_ROUNDS + 1):
         if not active.size:
             break
@@ -187,7 +186,7 @@ def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> t
             done |= _parabola_step(objective, active, points, values, k, spacing, best_value, best_order)
         done |= spacing <= _ORDER_RTOL * points[np.arange(active.size), k]
         lo[active] = points[np.arange(active.size), np.maximum(k - 1, 0)]
-        hi[active] = points[np.arange(active.size), np.minimum(k + 1, steps[-1])]
+        hi[active] = points[np.arange(active.size), np.minimum(k + 1, _ZOOM_POINTS - 1)]
         active = active[~done]
     return best_value, best_order
 
@@ -273,15 +272,12 @@ def _optimise_rows(
         scores = np.concatenate((scores, wide), axis=1)
     best = np.argmin(scores, axis=1)
     best_value, best_order = scores[every, best], candidates[every, best]
-    highest = np.where(np.isin(every, extend), candidates[0, -1], grid[-1])
+    size = np.where(np.isin(every, extend), candidates.shape[1], grid.size)  # each curve's own candidates
+    highest = candidates[every, size - 1]
 
     zoom = np.flatnonzero(np.isfinite(best_value) & (best_value > floor)) if refine else every[:0]
     lo = np.where(best > 0, candidates[every, np.maximum(best - 1, 0)], MIN_CONVERSION_ORDER * (1 + 1e-9))
-    hi = np.where(
-        best + 1 < np.where(np.isin(every, extend), candidates.shape[1], grid.size),
-        candidates[every, np.minimum(best + 1, candidates.shape[1] - 1)],
-        best_order,
-    )
+    hi = np.where(best + 1 < size, candidates[every, np.minimum(best + 1, candidates.shape[1] - 1)], best_order)
     zoom = zoom[hi[zoom] > lo[zoom]]
     if zoom.size:
         refined, at = refine_orders(lambda rows, a: objective(a, curve(zoom[rows], a)), lo[zoom], hi[zoom])

@@ -407,6 +407,22 @@ def _epsilon_from_rates(positive_rate: float, false_rate: float, delta: float) -
     return max(0.0, math.log(gain / false_rate)) if gain > 0 else 0.0
 
 
+def _bound_from_counts(tp: int, n_in: int, fp: int, n_out: int, delta: float, alpha: float) -> float:
+    """ε ≥ log((TPR_low − δ)/FPR_high) from a test's counts: ``tp`` of ``n_in`` D trials and ``fp`` of ``n_out`` D′
+    trials said D, the rates bounded by one-sided Clopper–Pearson at 1 − α/2 each."""
+    return _epsilon_from_rates(
+        clopper_pearson_lower(tp, n_in, alpha / 2), clopper_pearson_upper(fp, n_out, alpha / 2), delta
+    )
+
+
+def _bound_both_ways(tp: int, n_in: int, fp: int, n_out: int, delta: float, alpha: float) -> float:
+    """The larger of the test's bound read as is (TPR against FPR) and read the other way (TNR against FNR)."""
+    return max(
+        _bound_from_counts(tp, n_in, fp, n_out, delta, alpha),
+        _bound_from_counts(n_out - fp, n_out, n_in - tp, n_in, delta, alpha),
+    )
+
+
 INFORMATIVE_FRACTION = 0.25
 """An audit whose reach (or result) is below this share of the accounted ε cannot tell a sound accountant from one that
 overstates privacy four-fold (the size of the gaps shuffled batches show): it is reported as not informative."""
@@ -419,12 +435,7 @@ def max_detectable_epsilon(n_in: int, n_out: int, delta: float, alpha: float = 1
     (the bound grows with the true positives and falls with the false positives)."""
     if n_in == 0 or n_out == 0:
         return 0.0
-    return min(
-        _epsilon_from_rates(
-            clopper_pearson_lower(n_in, n_in, alpha / 2), clopper_pearson_upper(0, n_out, alpha / 2), delta
-        ),
-        1e6,
-    )
+    return min(_bound_from_counts(n_in, n_in, 0, n_out, delta, alpha), 1e6)
 
 
 def trials_for_power(mu: float, delta: float, target: float, limit: int, alpha: float = 1.0 - CONFIDENCE) -> int | None:
@@ -441,12 +452,7 @@ def trials_for_power(mu: float, delta: float, target: float, limit: int, alpha: 
         m = trials // 2
         fp = np.minimum(m, np.ceil(fpr * m + 2.0 * np.sqrt(m * fpr * (1.0 - fpr))))
         tp = np.maximum(0, np.floor(tpr * m - 2.0 * np.sqrt(m * tpr * (1.0 - tpr))))
-        best = max(
-            _epsilon_from_rates(
-                clopper_pearson_lower(int(t), m, alpha / 2), clopper_pearson_upper(int(f), m, alpha / 2), delta
-            )
-            for t, f in zip(tp, fp, strict=True)
-        )
+        best = max(_bound_from_counts(int(t), m, int(f), m, delta, alpha) for t, f in zip(tp, fp, strict=True))
         if best >= target:
             return trials
         trials = math.ceil(trials * 1.25 / BLOCK_TRIALS) * BLOCK_TRIALS
@@ -498,12 +504,7 @@ def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float 
     inside, outside = sign * score_in[evaluate], sign * score_out[evaluate]
     n_in, n_out = inside.size, outside.size
     tp, fp = int(np.sum(inside > sign * threshold)), int(np.sum(outside > sign * threshold))
-    tpr_low = clopper_pearson_lower(tp, n_in, alpha / 2)
-    fpr_high = clopper_pearson_upper(fp, n_out, alpha / 2)
-    tnr_low = clopper_pearson_lower(n_out - fp, n_out, alpha / 2)
-    fnr_high = clopper_pearson_upper(n_in - tp, n_in, alpha / 2)
-    lower = max(_epsilon_from_rates(tpr_low, fpr_high, plan.delta), _epsilon_from_rates(tnr_low, fnr_high, plan.delta))
-    lower = min(lower, 1e6)
+    lower = min(_bound_both_ways(tp, n_in, fp, n_out, plan.delta, alpha), 1e6)
     reach = max_detectable_epsilon(n_in, n_out, plan.delta, alpha)
     reason = _informative(lower, reach, plan.epsilon_accounted, plan.epsilon_exact, int(score_in.size))
     return AuditSummary(
@@ -530,16 +531,7 @@ def audit(plan: Plan, score_in: np.ndarray, score_out: np.ndarray, alpha: float 
 def _bound_at(inside: np.ndarray, outside: np.ndarray, t: float, delta: float, alpha: float) -> float:
     n_in, n_out = inside.size, outside.size
     tp, fp = int(np.sum(inside > t)), int(np.sum(outside > t))
-    return max(
-        _epsilon_from_rates(
-            clopper_pearson_lower(tp, n_in, alpha / 2), clopper_pearson_upper(fp, n_out, alpha / 2), delta
-        ),
-        _epsilon_from_rates(
-            clopper_pearson_lower(n_out - fp, n_out, alpha / 2),
-            clopper_pearson_upper(n_in - tp, n_in, alpha / 2),
-            delta,
-        ),
-    )
+    return _bound_both_ways(tp, n_in, fp, n_out, delta, alpha)
 
 
 class VerificationResult(BaseModel):

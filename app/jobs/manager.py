@@ -267,7 +267,7 @@ class JobManager:
         """Run the job's remaining blocks in chunks on the runner, saving each chunk, until it finishes, fails, is
         cancelled or runs out of time; a dead worker process requeues it (another attempt)."""
         run = _JobRun(self, job)
-        while run.queue or run.in_flight:
+        while run.remaining or run.in_flight:
             run.fill()
             finished, _ = wait(list(run.in_flight), timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -308,11 +308,6 @@ class _JobRun:
         self.chunk = 1  # blocks per chunk: grows until a chunk takes about CHUNK_SECONDS (progress stays fresh)
         self.in_flight: dict[Future[dict[str, np.ndarray]], tuple[int, int, float]] = {}
         self.started, self.base = time.monotonic(), job.runtime
-
-    @property
-    def queue(self) -> list[int]:
-        """Blocks not yet sent."""
-        return self.remaining
 
     def elapsed(self) -> float:
         return self.base + time.monotonic() - self.started

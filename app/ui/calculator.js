@@ -178,7 +178,7 @@ function renderProblem(error) {
 
 // -- plots --------------------------------------------------------------------------------------------------------
 
-function noiseOf(answer, body) {
+function noiseOf(answer) {
   return answer.calibrated_value !== undefined ? { [answer.calibrated_parameter]: answer.calibrated_value } : {};
 }
 
@@ -188,7 +188,7 @@ async function plotTraining(answer, body, signal) {
     lineChart(box, { title: "ε over training", description: `ε over training is offered for dp-sgd and /v1/compose, not ${detail.id}`, series: [], x: "epochs", y: "ε" });
     return;
   }
-  const p = { ...body.params, ...noiseOf(answer, body) };
+  const p = { ...body.params, ...noiseOf(answer) };
   const checkpoints = p.epochs !== undefined ? "epochs" : { every: Math.max(1, Math.ceil((answer.conventions.steps || 1) / 60)) };
   const curve = await api("/v1/privacy", { algorithm: detail.id, params: p, delta: body.delta, accountant: "rdp", checkpoints }, signal);
   const points = curve.curve.map((c) => [c.epochs ?? c.steps, c.epsilon]);

@@ -160,21 +160,22 @@ def _masks(
                     place = rng.integers(slots, size=(trials, n))
             yield place == k
         elif sampling == "fixed-size":
-            chosen = np.argpartition(rng.random((trials, n)), batch - 1, axis=1)[:, :batch]  # b uniform records
-            mask = np.zeros((trials, n), dtype=bool)
-            np.put_along_axis(mask, chosen, True, axis=1)
-            yield mask
+            yield _smallest(rng.random((trials, n)), batch)  # b uniformly random records
         else:
             included = rng.random((trials, n)) < q
-            over = np.flatnonzero((included.sum(axis=1) > cap) & (sampling == "truncated-poisson"))
-            if len(over):  # the rows over the cap keep a uniformly random cap of their records
-                keys = np.where(included[over], rng.random((len(over), n)), np.inf)
-                kept = np.argpartition(keys, cap - 1, axis=1)[:, :cap]
-                included[over] = False
-                rows = np.zeros((len(over), n), dtype=bool)
-                np.put_along_axis(rows, kept, True, axis=1)
-                included[over] = rows
+            if sampling == "truncated-poisson":
+                over = np.flatnonzero(included.sum(axis=1) > cap)
+                if over.size:  # the rows over the cap keep a uniformly random cap of their records
+                    keys = np.where(included[over], rng.random((over.size, n)), np.inf)
+                    included[over] = _smallest(keys, cap)
             yield included
+
+
+def _smallest(keys: np.ndarray, size: int) -> np.ndarray:
+    """The mask of each row's ``size`` smallest keys (random keys: a uniformly random subset of that size)."""
+    mask = np.zeros(keys.shape, dtype=bool)
+    np.put_along_axis(mask, np.argpartition(keys, size - 1, axis=1)[:, :size], True, axis=1)
+    return mask
 
 
 def _train(
@@ -188,8 +189,9 @@ def _train(
     """``trials`` DP-SGD runs at once (batches as the declared loader draws them, per-example clipping, Gaussian
     noise) from θ = 0; the final empirical logistic loss of each.
 
-    Per-example gradients are c_ij·x_j with c_ij = −y_j σ(−y_j⟨x_j, θ_i⟩), so their norms are |c_ij|·‖x_j‖ and each
-    step's clipped sum is one (trials × n) @ (n × d) product."""
+    Per-example gradients are c_ij·x_j with c_ij = −y_j σ(−y_j⟨x_j, θ_i⟩), so their norms are |c_ij|·‖x_j‖; only the
+    sampled (trial, record) pairs are differentiated, and each step's clipped sums are one sparse (trials × n) @ (n × d)
+    product."""
     n, d = features.shape
     q, lr = problem["sampling_rate"], problem["learning_rate"]
     clip, z = p["clip_norm"], p["noise_multiplier"]
