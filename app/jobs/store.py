@@ -163,8 +163,7 @@ class JobStore:
     def migrate(self) -> int:
         """Apply the migrations above the stored version (in one transaction); the version reached."""
         with self._lock, self.engine.begin() as db:
-            if self.sqlite is False:
-                db.execute(sa.select(sa.func.pg_advisory_xact_lock(CREATION_LOCK)))
+            self._serialise(db)
             VERSION.create(db, checkfirst=True)
             current = db.execute(sa.select(sa.func.max(VERSION.c.version))).scalar() or 0
             for version, _, apply in MIGRATIONS:
@@ -191,9 +190,13 @@ class JobStore:
         with self._lock, self.engine.begin() as db:
             yield db
 
+    def _serialise(self, db: Connection) -> None:
+        """On PostgreSQL, hold the creation lock until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
+        if not self.sqlite:
+            db.execute(sa.select(sa.func.pg_advisory_xact_lock(CREATION_LOCK)))
+
     def _row(self, db: Connection, job_id: str) -> Job | None:
-        row = db.execute(sa.select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
-        return None if row is None else _job(row)
+        return _first(db, JOBS.c.id == job_id)
 
     # -- creation and queries ----------------------------------------------------------------------------------------
 
@@ -212,12 +215,10 @@ class JobStore:
         :class:`QueueFull` when ``max_queued`` jobs are already waiting."""
         now = time.time()
         with self._transaction() as db:
-            if not self.sqlite:
-                db.execute(sa.select(sa.func.pg_advisory_xact_lock(CREATION_LOCK)))
+            self._serialise(db)
             if idempotency_key is not None:
-                row = db.execute(sa.select(JOBS).where(JOBS.c.idempotency_key == idempotency_key)).mappings().first()
-                if row is not None:
-                    job = _job(row)
+                job = _first(db, JOBS.c.idempotency_key == idempotency_key)
+                if job is not None:
                     if job.request_hash != request_hash:
                         raise IdempotencyConflict(job)
                     return job, False
@@ -247,8 +248,7 @@ class JobStore:
 
     def by_idempotency_key(self, key: str) -> Job | None:
         with self._transaction() as db:
-            row = db.execute(sa.select(JOBS).where(JOBS.c.idempotency_key == key)).mappings().first()
-        return None if row is None else _job(row)
+            return _first(db, JOBS.c.idempotency_key == key)
 
     def get(self, job_id: str) -> Job | None:
         with self._transaction() as db:
@@ -467,6 +467,12 @@ class JobStore:
                 return "failed"
             db.execute(JOBS.update().where(JOBS.c.id == job_id).values(status="queued", **released))
             return "queued"
+
+
+def _first(db: Connection, condition: sa.ColumnElement[bool]) -> Job | None:
+    """The job matching ``condition`` (an id or an idempotency key), or None."""
+    row = db.execute(sa.select(JOBS).where(condition)).mappings().first()
+    return None if row is None else _job(row)
 
 
 def _ours(job_id: str, owner: str) -> sa.ColumnElement[bool]:
