@@ -6,6 +6,9 @@ The job: DP-SGD on 1000 records, batches of 50, 100 steps (utility and privacy a
 is the slowest simulation), 1024 trials, timed after a warm-up job (worker processes started). Each
 backend runs the same job from a fresh SQLite store; the results are checked to be identical.
 
+First, the dp-sgd utility simulation against the per-trial loop it replaced (benchmarks/dp_sgd_per_trial.py, frozen
+from when issue 18 was filed) on five setups.
+
 Run: ``python benchmarks/jobs.py`` (needs the ``test`` extra, or ``dask``: distributed).
 """
 
@@ -18,6 +21,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import dataclasses  # noqa: E402
+import importlib.util  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -94,9 +98,59 @@ def per_family() -> None:
         print(f"  {family.id:28s} utility {rates[0]} trials/s   audit {rates[1]} trials/s")
 
 
+DP_SGD_SETUPS = (
+    ("the family's example (full batch)", {"dataset_size": 1000, "batch_size": 1000, "steps": 10}),
+    ("the job below (Poisson, 50 of 1000)", PARAMS),
+    ("fixed-size, 50 of 1000", PARAMS | {"sampling": "fixed-size", "neighbouring": "replace-one"}),
+    ("Poisson, 100 of 5000, 300 steps", {"dataset_size": 5000, "batch_size": 100, "steps": 300}),
+    ("Poisson, 200 of 2000", {"dataset_size": 2000, "batch_size": 200, "steps": 100}),
+)
+
+
+def dp_sgd_against_per_trial() -> None:
+    """The dp-sgd utility simulation against the per-trial loop it replaced (benchmarks/dp_sgd_per_trial.py): the
+    same plan and data, best of 3 runs of 256 trials (vectorised) and of 32 trials (per trial)."""
+    from accountants.families.dp_sgd.simulate import _train
+    from accountants.planning import plan_job
+    from accountants.synthetic.logistic import logistic_data
+    from accountants.verification import block_rng
+
+    spec = importlib.util.spec_from_file_location("dp_sgd_per_trial", Path(__file__).with_name("dp_sgd_per_trial.py"))
+    assert spec is not None and spec.loader is not None
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)  # by path: this script's folder is off sys.path (see above)
+    family = registry.get("dp-sgd")
+    print("dp-sgd utility simulation, trials/s: vectorised vs the per-trial loop it replaced (issue 18)")
+    for name, params in DP_SGD_SETUPS:
+        plan = plan_job(family, params | {"noise_multiplier": 1.0}, 1e-5, ("utility",), 256, 0, None, None)
+        features, labels = logistic_data(0, plan.problem["records"], plan.problem["dimension"])
+
+        def vectorised(plan: Any = plan, features: Any = features, labels: Any = labels) -> None:
+            _train(block_rng(0, 0), 256, features, labels, plan.params, plan.problem)
+
+        def per_trial(plan: Any = plan, features: Any = features, labels: Any = labels) -> None:
+            rng = block_rng(0, 0)
+            for _ in range(32):
+                reference.train_one(rng, features, labels, plan.params, plan.problem)
+
+        fast, slow = 256 / best_seconds(vectorised), 32 / best_seconds(per_trial)
+        print(f"  {name:38s} {fast:8.0f} vs {slow:6.0f} trials/s   {fast / slow:5.1f}×")
+
+
+def best_seconds(run: Callable[[], None], repeat: int = 3) -> float:
+    """The shortest of ``repeat`` timings."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def main() -> None:
     from distributed import LocalCluster
 
+    dp_sgd_against_per_trial()
     per_family()
 
     print(f"dp-sgd job {PARAMS}, {TRIALS} trials (utility + audit)")

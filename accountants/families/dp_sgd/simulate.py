@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 
 from ...events import GaussianEvent, TruncatedPoissonSampledEvent
 from ...mechanisms.gaussian import gaussian_epsilon
@@ -22,6 +21,7 @@ from ...verification import (
     canary_llr_scores,
     register_simulator,
 )
+from .batches import Loader, batch_chunks
 from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, participations
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
@@ -139,45 +139,6 @@ def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
     return {"inclusion": p.sampling_rate}
 
 
-def _masks(
-    rng: np.random.Generator, trials: int, n: int, p: Mapping[str, Any], problem: Mapping[str, Any]
-) -> Iterator[np.ndarray]:
-    """Each step's batches of every trial as a (trials × n) inclusion mask, drawn as the declared loader draws them
-    (the sampling rate kept): Poisson rows, uniformly random b-subsets, a permutation (shuffle) or an allocation
-    (balls-in-bins) per epoch, Poisson rows cut to a random subset of the cap (truncated)."""
-    q, steps, sampling = problem["sampling_rate"], problem["steps"], p["sampling"]
-    batch = max(1, round(q * n))
-    slots = max(1, -(-n // batch))
-    cap = max(1, round(problem.get("max_batch_size", n) * n / p["dataset_size"]))
-    place = np.zeros((trials, n), dtype=np.int64)
-    for step in range(steps):
-        if sampling in WITHOUT_AMPLIFICATION:
-            k = step % slots
-            if k == 0:  # a new epoch: each record's batch, from a permutation's ranks or a uniform allocation
-                if sampling == "shuffle":
-                    place = np.argsort(np.argsort(rng.random((trials, n)), axis=1), axis=1) // batch
-                else:
-                    place = rng.integers(slots, size=(trials, n))
-            yield place == k
-        elif sampling == "fixed-size":
-            yield _smallest(rng.random((trials, n)), batch)  # b uniformly random records
-        else:
-            included = rng.random((trials, n)) < q
-            if sampling == "truncated-poisson":
-                over = np.flatnonzero(included.sum(axis=1) > cap)
-                if over.size:  # the rows over the cap keep a uniformly random cap of their records
-                    keys = np.where(included[over], rng.random((over.size, n)), np.inf)
-                    included[over] = _smallest(keys, cap)
-            yield included
-
-
-def _smallest(keys: np.ndarray, size: int) -> np.ndarray:
-    """The mask of each row's ``size`` smallest keys (random keys: a uniformly random subset of that size)."""
-    mask = np.zeros(keys.shape, dtype=bool)
-    np.put_along_axis(mask, np.argpartition(keys, size - 1, axis=1)[:, :size], True, axis=1)
-    return mask
-
-
 def _train(
     rng: np.random.Generator,
     trials: int,
@@ -189,24 +150,67 @@ def _train(
     """``trials`` DP-SGD runs at once (batches as the declared loader draws them, per-example clipping, Gaussian
     noise) from θ = 0; the final empirical logistic loss of each.
 
-    Per-example gradients are c_ij·x_j with c_ij = −y_j σ(−y_j⟨x_j, θ_i⟩), so their norms are |c_ij|·‖x_j‖; only the
-    sampled (trial, record) pairs are differentiated, and each step's clipped sums are one sparse (trials × n) @ (n × d)
-    product."""
+    With v_j = −y_j·x_j, record j's gradient at θ is σ(⟨θ, v_j⟩)·v_j, of norm s·‖x_j‖ (s = σ(⟨θ, v_j⟩) ∈ [0, 1]), so
+    clipped to C it is min(s, C/‖x_j‖)·v_j. Only the records in the batches are differentiated (:mod:`.batches` draws
+    them in O(batch) per trial) and each trial's clipped sum is a segment sum; full batches are two dense products."""
     n, d = features.shape
     q, lr = problem["sampling_rate"], problem["learning_rate"]
     clip, z = p["clip_norm"], p["noise_multiplier"]
     std = z * clip * (2.0 if p["neighbouring"] == "replace-one" else 1.0)
     expected = max(q * n, 1.0)
-    lengths = np.linalg.norm(features, axis=1)
+    directions = -labels[:, None] * features  # v_j
+    directions_t = np.ascontiguousarray(directions.T)
+    with np.errstate(divide="ignore"):
+        caps = clip / np.linalg.norm(features, axis=1)  # C/‖x_j‖ (∞ for a zero record: never clipped)
+    loader = Loader(p["sampling"], n, q, max(1, round(problem.get("max_batch_size", n) * n / p["dataset_size"])))
     theta = np.zeros((trials, d))
-    for mask in _masks(rng, trials, n, p, problem):
-        rows, cols = np.nonzero(mask)  # (trial, record) pairs in the batches: only those are differentiated
-        x, y = features[cols], labels[cols]
-        coefficient = -y * np.exp(-np.logaddexp(0.0, y * np.einsum("ij,ij->i", theta[rows], x)))
-        coefficient *= np.minimum(1.0, clip / np.maximum(np.abs(coefficient) * lengths[cols], 1e-300))
-        summed = sparse.csr_matrix((coefficient, (rows, cols)), shape=(trials, n)) @ features
-        theta -= lr * (summed + std * rng.standard_normal((trials, d))) / expected
-    return np.asarray(np.mean(np.logaddexp(0.0, -labels * (theta @ features.T)), axis=1))
+    for chunk in batch_chunks(rng, trials, loader, problem["steps"]):
+        noise = std * rng.standard_normal((chunk.steps, trials, d))
+        if chunk.records is None:
+            for step in range(chunk.steps):
+                weights = _sigmoid(theta @ directions.T)
+                np.minimum(weights, caps, out=weights)
+                theta -= lr * (weights @ directions + noise[step]) / expected
+            continue
+        v = np.take(directions_t, chunk.records, axis=1)  # d × pairs
+        cap = caps[chunk.records]
+        ends = np.cumsum(chunk.sizes.sum(axis=1))
+        for step, counts in enumerate(chunk.sizes):
+            at = slice(int(ends[step]) - int(counts.sum()), int(ends[step]))
+            margins = (np.repeat(theta.T, counts, axis=1) * v[:, at]).sum(axis=0)
+            weighted = v[:, at] * np.minimum(_sigmoid(margins), cap[at], out=margins)
+            theta -= lr * (_segment_sums(weighted, counts) + noise[step]) / expected
+    return np.asarray(np.mean(_softplus(theta @ directions.T), axis=1))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """σ(x) = 1/(1 + e^{−x}), computed in place in ``x`` (e^{−x} = ∞ gives 0, its limit)."""
+    np.negative(x, out=x)
+    with np.errstate(over="ignore"):
+        np.exp(x, out=x)
+    x += 1.0
+    return np.asarray(np.reciprocal(x, out=x))
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + e^x) = max(x, 0) + log1p(e^{−|x|}), elementwise (a new array)."""
+    out = np.abs(x)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    np.log1p(out, out=out)
+    out += np.maximum(x, 0.0)
+    return np.asarray(out)
+
+
+def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Row j: the sum of the next ``counts[j]`` columns of ``values`` (d × pairs; consecutive segments, empty ones
+    sum to 0)."""
+    out = np.zeros((counts.size, values.shape[0]))
+    nonempty = counts > 0
+    if nonempty.any():
+        starts = np.cumsum(counts) - counts
+        out[nonempty] = np.add.reduceat(values, starts[nonempty], axis=1).T
+    return out
 
 
 register_simulator(ALGORITHM_ID, DpSgdSimulator())
