@@ -68,4 +68,5 @@ def plan_job(
     def privacy() -> PrivacyReport:
         return family.privacy(p, delta)
 
-    return simulator.plan(Job(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy))
+    plan = simulator.plan(Job(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy))
+    return simulator.with_estimate(plan)

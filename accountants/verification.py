@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -50,6 +50,12 @@ def block_rng(seed: int, block: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(block,)))
 
 
+DEFAULT_SECONDS_PER_OPERATION = 1e-8
+"""A simulator's operations whose rate was not measured count at this (10 ns each)."""
+BLOCK_SECONDS = 5e-5
+"""Fixed cost of running one block (seeding, result arrays), in seconds."""
+
+
 def block_sizes(trials: int) -> list[int]:
     """Trials per block: full blocks of :data:`BLOCK_TRIALS`, the last one possibly shorter."""
     full, rest = divmod(trials, BLOCK_TRIALS)
@@ -79,10 +85,31 @@ class Plan:
     prediction_note: str | None
     audit_method: str | None
     work: float
-    """Estimated cost in elementary operations (the service bounds it)."""
+    """Estimated cost in elementary operations, all checks together."""
     gaussian_mu: float | None = None
     """μ where the audited transcript is exactly a Gaussian shift of μ standard deviations between D and D′ (then the
     audit's error rates, and the trials a target power needs, are known before running: :func:`trials_for_power`)."""
+
+    work_by_check: dict[str, float] = field(default_factory=dict)
+    """The operations of each part of the simulation: a check (``utility``, ``privacy-audit``) where the simulator
+    runs them apart, ``simulation`` where one simulation serves every check."""
+    estimated_seconds: float = 0.0
+    """Estimated running time on one worker process of the reference machine (:meth:`Simulator.estimated_seconds`,
+    calibrated per family and check; the service bounds it)."""
+    seconds_by_check: dict[str, float] = field(default_factory=dict)
+    """The part of :attr:`estimated_seconds` each part of :attr:`work_by_check` takes (blocks' fixed cost apart)."""
+
+    def scaled(self, trials: int) -> Plan:
+        """The same plan with ``trials`` trials (its work and time scaled in proportion)."""
+        ratio = trials / self.trials
+        return replace(
+            self,
+            trials=trials,
+            work=self.work * ratio,
+            work_by_check={k: v * ratio for k, v in self.work_by_check.items()},
+            estimated_seconds=self.estimated_seconds * ratio,
+            seconds_by_check={k: v * ratio for k, v in self.seconds_by_check.items()},
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -135,7 +162,7 @@ class Job(Generic[P, Q]):
         *,
         params: dict[str, Any],
         problem: dict[str, Any],
-        work: float,
+        work: float | Mapping[str, float],
         epsilon_exact: float | None = None,
         exact_note: str | None = None,
         utility_measure: str | None = None,
@@ -147,8 +174,14 @@ class Job(Generic[P, Q]):
     ) -> Plan:
         """The plan of this job: its checks, trials, seed and δ, the accounted ε of ``report``, and the simulator's
         resolved problem and prediction (the utility measure and prediction only where utility is checked, the audit
-        method only where privacy is audited)."""
+        method only where privacy is audited). ``work``: operations by check (only the checks asked for count), or
+        one number for a simulation that serves every check."""
         utility = self.utility
+        by_check = (
+            {"simulation": float(work)}
+            if isinstance(work, int | float)
+            else {check: float(ops) for check, ops in work.items() if check in self.checks}
+        )
         return Plan(
             algorithm=report.algorithm,
             params=params,
@@ -166,8 +199,9 @@ class Job(Generic[P, Q]):
             predicted_source=predicted_source if utility else None,
             prediction_note=prediction_note if utility else None,
             audit_method=audit_method if self.audit else None,
-            work=work,
+            work=sum(by_check.values()),
             gaussian_mu=gaussian_mu,
+            work_by_check=by_check,
         )
 
 
@@ -176,6 +210,20 @@ class Simulator(ABC, Generic[P, Q]):
 
     problem_model: type[Q]
     checks: ClassVar[tuple[str, ...]] = CHECKS
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {}
+    """Seconds per estimated operation of each part of the plan's work (keys of :attr:`Plan.work_by_check`),
+    measured on each family's example job (``python benchmarks/jobs.py --calibrate``: one process, the reference
+    machine with 2 cores); a part without one counts at :data:`DEFAULT_SECONDS_PER_OPERATION`."""
+
+    def with_estimate(self, plan: Plan) -> Plan:
+        """The plan with its running time on one worker process: each part's operations at its measured rate
+        (:attr:`seconds_per_operation`), and a fixed cost per block (:data:`BLOCK_SECONDS`)."""
+        parts = {
+            part: ops * self.seconds_per_operation.get(part, DEFAULT_SECONDS_PER_OPERATION)
+            for part, ops in plan.work_by_check.items()
+        }
+        total = sum(parts.values()) + BLOCK_SECONDS * len(block_sizes(plan.trials))
+        return replace(plan, estimated_seconds=total, seconds_by_check=parts)
 
     @abstractmethod
     def plan(self, job: Job[P, Q]) -> Plan:

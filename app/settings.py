@@ -21,7 +21,7 @@ variable                   default       meaning
                                         ``dpcal worker`` processes use it (needs the ``dask`` extra)
 ``DPCAL_JOB_WORKERS``      CPU count     worker processes running verification trials
 ``DPCAL_JOB_MAX_TRIALS``   200000        trials allowed per job (more: 422)
-``DPCAL_JOB_MAX_WORK``     2e8           estimated operations allowed per job (more: 422)
+``DPCAL_JOB_MAX_SECONDS``  120           estimated seconds of one worker process allowed per job (more: 422)
 ``DPCAL_JOB_MAX_QUEUED``   32            queued jobs allowed (more: 429 with Retry-After)
 ``DPCAL_JOB_TIME_LIMIT``   900           seconds a job may run (then it fails: timed out)
 ``DPCAL_JOB_MAX_ATTEMPTS`` 3             starts of a job whose process dies before it fails
@@ -60,7 +60,7 @@ class Settings:
     jobs_db: str = "dpcal-jobs.sqlite3"
     job_workers: int = max(1, os.cpu_count() or 1)
     job_max_trials: int = 200_000
-    job_max_work: float = 2e8
+    job_max_seconds: float = 120.0
     job_max_queued: int = 32
     job_time_limit: float = 900.0
     job_max_attempts: int = 3
@@ -135,7 +135,7 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "JOB_MAX_ATTEMPTS": (int, 1, 100),
     "JOB_CHUNK_BLOCKS": (int, 1, 10**4),
     "REQUEST_TIMEOUT": (float, 0.1, 86400.0),
-    "JOB_MAX_WORK": (float, 1e3, 1e15),
+    "JOB_MAX_SECONDS": (float, 1e-3, 1e7),
     "JOB_TIME_LIMIT": (float, 0.1, 1e6),
     "JOB_LEASE_SECONDS": (float, 1.0, 1e5),
 }

@@ -9,6 +9,9 @@ backend runs the same job from a fresh SQLite store; the results are checked to 
 First, the dp-sgd utility simulation against the per-trial loop it replaced (benchmarks/dp_sgd_per_trial.py, frozen
 from when issue 18 was filed) on five setups.
 
+``python benchmarks/jobs.py --calibrate`` measures each simulator's seconds per estimated operation instead (the
+values of ``seconds_per_operation`` in each family's ``simulate`` module) and compares the estimates with the time.
+
 Run: ``python benchmarks/jobs.py`` (needs the ``test`` extra, or ``dask``: distributed).
 """
 
@@ -54,7 +57,7 @@ def run(runner: Callable[[], Runner]) -> tuple[float, Any]:
         "seed": 3,
     }
     with tempfile.TemporaryDirectory() as folder:
-        settings = dataclasses.replace(Settings(), jobs_db=f"{folder}/jobs.sqlite3", job_max_work=1e15)
+        settings = dataclasses.replace(Settings(), jobs_db=f"{folder}/jobs.sqlite3", job_max_seconds=1e7)
         manager = JobManager(settings, runner_factory=runner)
         manager.start()
         try:
@@ -147,8 +150,51 @@ def best_seconds(run: Callable[[], None], repeat: int = 3) -> float:
     return min(times)
 
 
+def calibrate() -> None:
+    """Each simulator's seconds per estimated operation, part by part (the plan's work_by_check), on its family's
+    example job run in this process, the fixed cost per block taken out: the values of each simulator's
+    ``seconds_per_operation``; and the estimate against the time measured with the values in the code."""
+    from accountants.planning import plan_job
+    from accountants.verification import BLOCK_SECONDS, block_sizes, run_block
+
+    print("seconds per operation (example jobs, one part at a time) and the estimate in the code against the time:")
+    for family in registry.families():
+        simulator, example = family.simulator, family.job_example
+        if simulator is None or example is None:
+            continue
+        for check in simulator.checks:
+            trials = int(example.get("trials", 256))
+            plan = plan_job(
+                family,
+                example["params"],
+                example["delta"],
+                (check,),
+                trials,
+                int(example.get("seed", 0)),
+                example.get("problem"),
+                example.get("target_epsilon"),
+            )
+            blocks = len(block_sizes(trials))
+
+            def run(plan: Any = plan, blocks: int = blocks, simulator: Any = simulator) -> None:
+                for block in range(blocks):
+                    run_block(simulator, plan, block)
+
+            seconds = best_seconds(run)
+            ((part, operations),) = plan.work_by_check.items()
+            rate = max(seconds - BLOCK_SECONDS * blocks, 0.1 * seconds) / operations
+            print(
+                f"  {family.id:28s} {check:14s} {part:14s} {rate:9.2e} s/op   measured {seconds:7.3f} s, "
+                f"estimated {plan.estimated_seconds:7.3f} s ({seconds / plan.estimated_seconds:4.2f}×)"
+            )
+
+
 def main() -> None:
     from distributed import LocalCluster
+
+    if "--calibrate" in sys.argv:
+        calibrate()
+        return
 
     dp_sgd_against_per_trial()
     per_family()

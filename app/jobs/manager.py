@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -50,6 +49,25 @@ _STORE_RETRY_SECONDS = 2.0
 CHUNK_SECONDS = 1.0
 """A chunk takes about this long (its blocks then report progress at least about every second, and a job spreads over
 as many workers as it has blocks)."""
+
+
+def too_long(plan: Plan, limit: float) -> FieldIssue:
+    """Why a plan is refused for its estimated time, naming what this request can change: fewer trials (how many
+    fit), fewer steps, or dropping the check that costs most where it asked for more than one."""
+    total = plan.estimated_seconds
+    advice = "reduce trials or steps"
+    parts = {k: v for k, v in plan.seconds_by_check.items() if k in plan.checks}
+    if len(plan.checks) > 1 and len(parts) > 1:
+        costly = max(parts, key=lambda k: parts[k])
+        share = parts[costly] / sum(parts.values())
+        advice += f", or drop the {costly} check (about {share:.0%} of the time)"
+    return FieldIssue(
+        ("trials",),
+        f"the job is estimated to take about {total:.3g} s of one worker process (calibrated for "
+        f"{plan.algorithm}), above the limit of {limit:g} s (DPCAL_JOB_MAX_SECONDS): {advice}",
+        f"trials ≤ {max(2, int(plan.trials * limit / total))} here",
+        plan.trials,
+    )
 
 
 class JobRejected(ParameterError):
@@ -132,17 +150,8 @@ class JobManager:
         )
         if body.get("target_power") is not None:
             plan = self._sized_for_power(plan, float(body["target_power"]))
-        if plan.work > s.job_max_work:
-            raise JobRejected(
-                FieldIssue(
-                    ("trials",),
-                    f"the job would take about {plan.work:.3g} operations, above the limit of "
-                    f"{s.job_max_work:.3g} (DPCAL_JOB_MAX_WORK): reduce trials or steps"
-                    + (", or drop the utility check" if "utility" in plan.checks and len(plan.checks) > 1 else ""),
-                    f"trials ≤ {max(2, int(trials * s.job_max_work / plan.work))} here",
-                    trials,
-                )
-            )
+        if plan.estimated_seconds > s.job_max_seconds:
+            raise JobRejected(too_long(plan, s.job_max_seconds))
         return plan
 
     def _sized_for_power(self, plan: Plan, target_power: float) -> Plan:
@@ -171,7 +180,7 @@ class JobManager:
                     target_power,
                 )
             )
-        return dataclasses.replace(plan, trials=needed, work=plan.work * needed / plan.trials)
+        return plan.scaled(needed)
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:
         """Store a job (or return the one already stored under ``idempotency_key`` for the same body)."""

@@ -181,7 +181,13 @@ def _missing(job_id: str) -> ApiProblem:
 def progress(job: Job) -> Progress:
     """Trials done, the rate over the running time so far, and the time left at that rate."""
     rate = job.completed / job.runtime if job.completed and job.runtime > 0 else None
-    eta = 0.0 if job.finished else ((job.total - job.completed) / rate if rate else None)
+    estimate = job.plan.get("estimated_seconds")
+    if job.finished:
+        eta: float | None = 0.0
+    elif rate:
+        eta = (job.total - job.completed) / rate
+    else:  # nothing measured yet: the plan's estimate for the trials left
+        eta = estimate * (job.total - job.completed) / job.total if estimate else None
     return Progress(completed=job.completed, total=job.total, trials_per_second=rate, eta_seconds=eta)
 
 
@@ -207,6 +213,7 @@ def job_out(job: Job) -> JobOut:
         accountant=plan["accountant"],
         epsilon_exact=plan["epsilon_exact"],
         predicted_bound=plan["predicted_bound"],
+        estimated_seconds=plan.get("estimated_seconds"),
         problem=plan["problem"],
     )
     return JobOut(

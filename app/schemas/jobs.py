@@ -23,7 +23,8 @@ class Progress(BaseModel):
     )
     eta_seconds: float | None = Field(
         None,
-        description="Estimated seconds of running left at that rate (0 once finished; null while unknown).",
+        description="Estimated seconds of running left at that rate (before the first chunk: the plan's "
+        "estimated_seconds for the trials left; 0 once finished; null while unknown).",
         examples=[0.6],
     )
 
@@ -40,6 +41,13 @@ class JobAccounting(BaseModel):
         description="Exact ε of the simulated mechanism, where closed-form.", examples=[2.75]
     )
     predicted_bound: float | None = Field(description="Predicted utility (null where none).", examples=[0.0264])
+    estimated_seconds: float | None = Field(
+        None,
+        description="Estimated running time on one worker process before the first trial: each part of the "
+        "simulation's operations at the rate measured for this family and check (benchmarks/jobs.py --calibrate, "
+        "a 2-core reference machine); the job is refused above DPCAL_JOB_MAX_SECONDS.",
+        examples=[0.8],
+    )
     problem: dict[str, Any] = Field(
         description="The synthetic problem, every setting resolved.", examples=[{"kind": "linear-gaussian"}]
     )

@@ -182,7 +182,7 @@ def job_fields(family: AlgorithmFamily[Any]) -> dict[str, Any]:
                 ge=2,
                 examples=[1000],
                 description="Trials; each runs the algorithm once on D and once on its neighbour D′. At most "
-                "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated work at most DPCAL_JOB_MAX_WORK.",
+                "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated running time at most DPCAL_JOB_MAX_SECONDS.",
             ),
         ),
         "target_power": (

@@ -30,7 +30,9 @@ def test_last_iterate_job_end_to_end(http):
     assert response.status_code == 202
     job = response.json()
     assert job["status"] == "queued" and response.headers["Location"] == f"/v1/jobs/{job['id']}"
-    assert job["progress"] == {"completed": 0, "total": 20000, "trials_per_second": None, "eta_seconds": None}
+    estimate = job["accounting"]["estimated_seconds"]
+    assert estimate > 0  # before the first chunk, the time left is the plan's estimate
+    assert job["progress"] == {"completed": 0, "total": 20000, "trials_per_second": None, "eta_seconds": estimate}
     done = wait(http, job["id"])
     assert done["status"] == "succeeded" and done["error"] is None
     assert done["progress"]["completed"] == 20000 and done["finished_at"] and done["started_at"]
@@ -108,10 +110,14 @@ def test_trials_limit_and_validation(http):
     heavy = assert_problem(
         http.post("/v1/jobs", json=body({**LINEAR, "steps": 10**6}, trials=100000)), 422, ("trials",)
     )
-    assert "DPCAL_JOB_MAX_WORK" in heavy["detail"] and "drop the utility check" in heavy["detail"]
-    audit_only = body({**LINEAR, "steps": 10**6}, trials=100000, checks=["privacy-audit"])
-    heavy_audit = assert_problem(http.post("/v1/jobs", json=audit_only), 422, ("trials",))
-    assert "utility" not in heavy_audit["detail"]  # names only what this request can change
+    assert "DPCAL_JOB_MAX_SECONDS" in heavy["detail"] and "reduce trials or steps" in heavy["detail"]
+    assert "drop" not in heavy["detail"]  # last-iterate: one simulation serves both checks, dropping one saves nothing
+    sgd = {"dataset_size": 1000, "batch_size": 50, "steps": 10**5, "noise_multiplier": 1.0}
+    both = {"algorithm": "dp-sgd", "params": sgd, "delta": 1e-5, "trials": 100000}
+    heavy_sgd = assert_problem(http.post("/v1/jobs", json=both), 422, ("trials",))
+    assert "drop the utility check (about 99% of the time)" in heavy_sgd["detail"]
+    heavy_audit = assert_problem(http.post("/v1/jobs", json=both | {"checks": ["privacy-audit"]}), 422, ("trials",))
+    assert "utility" not in heavy_audit["detail"] and "drop" not in heavy_audit["detail"]  # only what it can change
     assert_problem(http.post("/v1/jobs", json={**body(), "algorithm": "dp-adam"}), 404)
 
 

@@ -27,7 +27,7 @@ app = create_app(
         jobs_db=f"{tempfile.mkdtemp(prefix='dpcal-fuzz-')}/jobs.sqlite3",
         job_workers=1,
         job_max_trials=512,
-        job_max_work=2e6,
+        job_max_seconds=0.05,
         job_max_queued=1000,
         request_timeout=600,  # a loaded machine must not turn a slow answer into a 504 (a 5xx for the checks)
     )

@@ -57,6 +57,13 @@ class Loader:
         return max(1, round(self.sampling_rate * self.records))
 
     @property
+    def full(self) -> bool:
+        """Every record in every batch (a Poisson rate of 1 with no cap below n, or b = n)."""
+        if self.sampling == "fixed-size":
+            return self.batch >= self.records
+        return self.sampling_rate >= 1.0 and self.cap >= self.records
+
+    @property
     def slots(self) -> int:
         """Batches per epoch of shuffling loaders, ⌈n/b⌉."""
         return max(1, -(-self.records // self.batch))
@@ -69,10 +76,9 @@ def batch_chunks(rng: np.random.Generator, trials: int, loader: Loader, steps: i
     if loader.sampling in ("shuffle", "balls-in-bins"):
         yield from _epoch_batches(rng, trials, loader, steps)
         return
-    n, q = loader.records, loader.sampling_rate
-    largest = loader.batch if loader.sampling == "fixed-size" else min(n, math.ceil(q * n + 8 * math.sqrt(q * n) + 8))
-    sparse = largest <= SPARSE_FRACTION * n
-    per_step = trials * (_draws(largest, n) if sparse else n)
+    n = loader.records
+    sparse = _largest(loader) <= SPARSE_FRACTION * n
+    per_step = math.ceil(trials * touched_records(loader))
     done = 0
     while done < steps:
         chunk = min(steps - done, max(1, DRAW_CELLS // per_step))
@@ -84,12 +90,30 @@ def batch_chunks(rng: np.random.Generator, trials: int, loader: Loader, steps: i
         done += chunk
 
 
+def _largest(loader: Loader) -> int:
+    """The largest batch to prepare draws for: b, or the Poisson size's mean + 8 standard deviations (+ 8)."""
+    n, q = loader.records, loader.sampling_rate
+    return loader.batch if loader.sampling == "fixed-size" else min(n, math.ceil(q * n + 8 * math.sqrt(q * n) + 8))
+
+
+def touched_records(loader: Loader) -> float:
+    """Records a trial's step touches (what its cost grows with): the uniform draws of a small batch, every record
+    (three times: key, comparison, index list) for a large one, every record once for a full batch, the batch and its
+    share of an epoch's sort for shuffling loaders."""
+    n = loader.records
+    if loader.sampling in ("shuffle", "balls-in-bins"):
+        return loader.batch * (1.0 + math.log2(max(n, 2)))
+    largest = _largest(loader)
+    if largest <= SPARSE_FRACTION * n:
+        return float(_draws(largest, n))
+    return float(n if loader.full else 3 * n)  # a key per record, compared and listed, besides the gradients
+
+
 def _dense_chunk(rng: np.random.Generator, shape: tuple[int, int], loader: Loader) -> BatchChunk:
     """Large batches by one uniform key per record: Poisson keeps keys below q (truncated Poisson then a uniformly
     random cap of them where there are more), fixed-size the b smallest keys; all records at rate 1."""
     n = loader.records
-    every = loader.batch >= n if loader.sampling == "fixed-size" else loader.sampling_rate >= 1.0 and loader.cap >= n
-    if every:
+    if loader.full:
         return BatchChunk(None, np.full(shape, n))
     keys = rng.random((*shape, n))
     if loader.sampling == "fixed-size":

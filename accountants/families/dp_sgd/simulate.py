@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from ...verification import (
     canary_llr_scores,
     register_simulator,
 )
-from .batches import Loader, batch_chunks
+from .batches import Loader, batch_chunks, touched_records
 from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, participations
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
@@ -52,6 +52,8 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     """
 
     problem_model = DpSgdProblem
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 8e-10, "privacy-audit": 1e-08}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
     def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> Plan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
@@ -79,7 +81,16 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
         exact = gaussian_epsilon(z, delta, steps) if p.full_batch else None
         if p.sampling in WITHOUT_AMPLIFICATION:
             exact = None  # the certified value claims no amplification; the loader's true ε is unknown
-        work = trials * steps * (2.0 + ((job.utility) * (q * records + 1) * pr.dimension))
+        work = {
+            "utility": trials
+            * steps
+            * (
+                UTILITY_STEP_OPERATIONS
+                + touched_records(_simulated_loader(p.sampling, records, q, p.dataset_size, p.max_batch_size))
+                * pr.dimension
+            ),
+            "privacy-audit": trials * steps * 2.0,
+        }
         return job.plan(
             report,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
@@ -139,6 +150,17 @@ def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
     return {"inclusion": p.sampling_rate}
 
 
+UTILITY_STEP_OPERATIONS = 1500.0
+"""Operations per trial and step of the utility simulation besides the records it touches (numpy calls per step,
+shared by a block's trials)."""
+
+
+def _simulated_loader(sampling: str, records: int, q: float, dataset_size: int, max_batch_size: int | None) -> Loader:
+    """The loader the utility simulation runs on its ``records`` records: the rate q kept, the cap scaled."""
+    cap = records if max_batch_size is None else max(1, round(max_batch_size * records / dataset_size))
+    return Loader(sampling, records, q, cap)
+
+
 def _train(
     rng: np.random.Generator,
     trials: int,
@@ -162,7 +184,7 @@ def _train(
     directions_t = np.ascontiguousarray(directions.T)
     with np.errstate(divide="ignore"):
         caps = clip / np.linalg.norm(features, axis=1)  # C/‖x_j‖ (∞ for a zero record: never clipped)
-    loader = Loader(p["sampling"], n, q, max(1, round(problem.get("max_batch_size", n) * n / p["dataset_size"])))
+    loader = _simulated_loader(p["sampling"], n, q, p["dataset_size"], problem.get("max_batch_size"))
     theta = np.zeros((trials, d))
     for chunk in batch_chunks(rng, trials, loader, problem["steps"]):
         noise = std * rng.standard_normal((chunk.steps, trials, d))

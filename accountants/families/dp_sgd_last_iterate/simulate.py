@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -43,6 +43,8 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
     """
 
     problem_model = LastIterateProblem
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"simulation": 3.3e-08}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
     def plan(self, job: Job[LastIterateParams, LastIterateProblem]) -> Plan:
         from ...mechanisms.gaussian import gdp_epsilon

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -50,6 +50,8 @@ class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescent
     """
 
     problem_model = MirrorDescentProblem
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 2.1e-08, "privacy-audit": 2.8e-08}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
     def plan(self, job: Job[PrivateMirrorDescentParams, MirrorDescentProblem]) -> Plan:
         p, pr, checks, trials, seed = job.params, job.problem, job.checks, job.trials, job.seed
@@ -59,8 +61,9 @@ class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescent
         resolved = _resolved(p, sched, kind, scale, seed)
         prediction, source, note = _prediction(p, sched, checks)
         d1, d2 = p.dimension_x, (p.dimension_y or 1)
-        runs = (1 if job.utility else 0) + (2 if job.audit else 0)
-        work = trials * runs * sched.steps * _work_per_step(p, d1, d2, sched) + 10.0 * d1 * d2 * sched.steps
+        run = trials * sched.steps * _work_per_step(p, d1, d2, sched)
+        setup = 10.0 * d1 * d2 * sched.steps
+        work = {"utility": run + setup, "privacy-audit": 2.0 * run + setup}  # the audit runs on D and on D′
         record = (
             "record 1 = r = c·s tᵀ (s, t alternating ±1), in the first batch"
             if kind == "matrix-game"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -252,6 +252,8 @@ class NisppSimulator(BilinearSimulator[NisppParams]):
     """
 
     problem_model = BilinearProblemSettings
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 1.8e-08, "privacy-audit": 3e-09}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
     algorithm = "nispp"
 
     def audit_support(self, p: NisppParams) -> str | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -336,6 +336,8 @@ class NsegSimulator(BilinearSimulator[NsegParams]):
     """
 
     problem_model = BilinearProblemSettings
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 1.2e-08, "privacy-audit": 3e-09}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
     algorithm = "nseg"
 
     def resolve(self, p: NsegParams, sigma: float) -> dict[str, Any]:

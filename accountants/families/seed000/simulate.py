@@ -157,7 +157,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
             else None,
             audit_method="constant-operator canary F ≡ ±M·v, the other records of the audited dataset zero; score: "
             "log-likelihood ratio of the transcript along v (most powerful test)",
-            work=self.work(p, steps, trials, checks),
+            work={check: self.work(p, steps, trials, (check,)) for check in checks},
         )
 
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
