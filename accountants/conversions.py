@@ -136,9 +136,9 @@ def upward_extension(grid: np.ndarray) -> np.ndarray:
     return np.asarray(extension[extension <= MAX_AUTO_ORDER])
 
 
-_ZOOM_POINTS = 17
-_ZOOM_MIN_ROUNDS = 2
-_ZOOM_MAX_ROUNDS = 12
+_ZOOM_POINTS = 9
+_ZOOM_MIN_ROUNDS = 1
+_ZOOM_MAX_ROUNDS = 20
 _ORDER_RTOL = 1e-10
 
 RowsObjective = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -157,13 +157,13 @@ def refine_order(objective: Callable[[np.ndarray], np.ndarray], lo: float, hi: f
 
 
 def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise several functions of the order, function j on [lo[j], hi[j]], by vectorised zooms of 17 points
-    (all functions' points in one call per round).
+    """Minimise several functions of the order, function j on [lo[j], hi[j]], by vectorised zooms of 9 points
+    (all functions' points in one call per round, on a shared lattice where brackets overlap: :func:`_lattice`).
 
-    From the second round on, a parabola through the best point and its neighbours predicts the minimum; when the
-    value at its vertex matches the prediction (the function is locally quadratic), or the predicted gain is below
-    1e-10 relative, the search stops: in the smooth case after two rounds and one vertex, within ~1e-12 relative of
-    the true minimum. Where it does not match (a kink, e.g. where a subsampled Gaussian's moments blow up) the zoom
+    After each round, a parabola through the best point and its neighbours predicts the minimum; when the value at
+    its vertex matches the prediction (the function is locally quadratic), or the predicted gain is below 1e-10
+    relative, the search stops: in the smooth case after one round and one vertex, within ~1e-10 relative of the true
+    minimum. Where it does not match (a kink, e.g. where a subsampled Gaussian's moments blow up) the zoom
     continues down to a spacing of 1e-10·α. Each function's search is the same as if it were alone.
 
     Returns (values, orders); each value is its objective at that order."""
@@ -173,22 +173,48 @@ def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> t
     for round_ in range(1, _ZOOM_MAX_ROUNDS + 1):
         if not active.size:
             break
-        points = np.linspace(lo[active], hi[active], _ZOOM_POINTS, axis=1)
+        intervals = _intervals(lo[active], hi[active]) if round_ == 1 else np.full(active.size, _ZOOM_POINTS - 1)
+        points = _lattice(lo[active], hi[active], intervals)
         values = objective(active, points)
         k = np.argmin(values, axis=1)
-        at_k = values[np.arange(active.size), k]
-        improved = at_k < best_value[active]
-        best_value[active[improved]] = at_k[improved]
+        at = np.arange(active.size)
+        improved = values[at, k] < best_value[active]
+        best_value[active[improved]] = values[at, k][improved]
         best_order[active[improved]] = points[improved, k[improved]]
         spacing = points[:, 1] - points[:, 0]
         done = np.zeros(active.size, dtype=bool)
         if round_ >= _ZOOM_MIN_ROUNDS:
-            done |= _parabola_step(objective, active, points, values, k, spacing, best_value, best_order)
-        done |= spacing <= _ORDER_RTOL * points[np.arange(active.size), k]
-        lo[active] = points[np.arange(active.size), np.maximum(k - 1, 0)]
-        hi[active] = points[np.arange(active.size), np.minimum(k + 1, _ZOOM_POINTS - 1)]
+            done |= _parabola_step(objective, active, points, values, k, intervals, best_value, best_order)
+        done |= spacing <= _ORDER_RTOL * points[at, k]
+        lo[active] = points[at, np.maximum(k - 1, 0)]
+        hi[active] = points[at, np.minimum(k + 1, intervals)]
         active = active[~done]
     return best_value, best_order
+
+
+_FIRST_SPACING = 1.0 / 16.0
+"""The first round's spacing is at most this (the subsampled Gaussian's curve bends sharply within an order)."""
+
+
+def _intervals(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Intervals of the first round: 8, or more (up to 32) where that leaves a spacing above :data:`_FIRST_SPACING`."""
+    wanted = np.ceil((hi - lo) / _FIRST_SPACING)
+    return np.asarray(np.clip(wanted, _ZOOM_POINTS - 1, 4 * (_ZOOM_POINTS - 1)), dtype=int)
+
+
+def _lattice(lo: np.ndarray, hi: np.ndarray, intervals: np.ndarray) -> np.ndarray:
+    """``intervals[j] + 1`` equally spaced points from lo[j] to hi[j] (rows padded with their last point to one
+    width); points within rounding of a multiple of the spacing are put exactly on it, so that overlapping brackets
+    of one spacing (neighbouring checkpoints' orders between the same grid orders) share their points bit for bit,
+    and a curve evaluated at the distinct orders is evaluated once at each."""
+    spacing = ((hi - lo) / intervals)[:, None]
+    steps = np.minimum(np.arange(int(intervals.max()) + 1)[None, :], intervals[:, None])
+    points = lo[:, None] + steps * spacing
+    points[steps == intervals[:, None]] = np.broadcast_to(hi[:, None], points.shape)[steps == intervals[:, None]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        snapped = np.round(points / spacing) * spacing
+    close = np.isfinite(snapped) & (np.abs(snapped - points) <= 1e-9 * spacing)
+    return np.asarray(np.where(close, snapped, points))
 
 
 def _parabola_step(
@@ -197,35 +223,60 @@ def _parabola_step(
     points: np.ndarray,
     values: np.ndarray,
     k: np.ndarray,
-    spacing: np.ndarray,
+    last: np.ndarray,
     best_value: np.ndarray,
     best_order: np.ndarray,
 ) -> np.ndarray:
-    """Where the best point is interior, evaluate the vertex of the parabola through it and its neighbours (updating
-    the best values in place); True where the search may stop (see :func:`refine_orders`)."""
+    """Where the best point is interior (neither 0 nor ``last``, the row's last real point), evaluate the vertex of
+    the parabola through it and its neighbours, and where that parabola was not yet a good model, the vertex of the
+    parabola through the first vertex and the two points around it (successive parabolic interpolation; best values
+    updated in place); True where the search may stop (see :func:`refine_orders`)."""
     done = np.zeros(active.size, dtype=bool)
-    interior = np.flatnonzero((k > 0) & (k < _ZOOM_POINTS - 1))
+    interior = np.flatnonzero((k > 0) & (k < last))
     if not interior.size:
         return done
     kk = k[interior]
-    left, mid, right = (values[interior, kk + shift] for shift in (-1, 0, 1))
-    with np.errstate(invalid="ignore", over="ignore"):
-        curvature = left - 2.0 * mid + right
-    convex = np.isfinite(curvature) & (curvature > 0.0)
-    rows, kk, left, mid, right, curvature = (x[convex] for x in (interior, kk, left, mid, right, curvature))
-    if not rows.size:
-        return done
-    predicted = mid - (left - right) ** 2 / (8.0 * curvature)
-    vertex = points[rows, kk] + spacing[rows] * 0.5 * (left - right) / curvature
-    value = objective(active[rows], vertex[:, None])[:, 0]
-    better = value < best_value[active[rows]]
-    best_value[active[rows[better]]] = value[better]
-    best_order[active[rows[better]]] = vertex[better]
-    gain = mid - predicted
-    # stop when the parabola is a good model, or when it promises no more than the values' own noise
-    # (the fractional-order series is accurate to ~1e-10 relative)
-    done[rows] = (gain <= 1e-10 * np.abs(mid)) | (np.abs(value - predicted) <= 1e-3 * gain + 1e-13 * np.abs(value))
+    x = np.stack([points[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
+    y = np.stack([values[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
+    for attempt in range(2):
+        vertex, predicted, usable = _vertex(x, y)
+        rows, vertex, predicted, x, y = interior[usable], vertex[usable], predicted[usable], x[usable], y[usable]
+        if not rows.size:
+            return done
+        value = objective(active[rows], vertex[:, None])[:, 0]
+        better = value < best_value[active[rows]]
+        best_value[active[rows[better]]] = value[better]
+        best_order[active[rows[better]]] = vertex[better]
+        gain = y[:, 1] - predicted
+        # a good model: its vertex value as predicted, to 1e-3 of the gain or 1e-10 of the value; or it promises no
+        # more than the values' own noise (the fractional-order series: ~1e-10 relative)
+        good = (gain <= 1e-10 * np.abs(y[:, 1])) | (
+            np.abs(value - predicted) <= np.maximum(1e-3 * gain, 1e-10 * np.abs(value))
+        )
+        done[rows] = good
+        if attempt or good.all():
+            return done
+        # the next parabola: the vertex between the two points around it
+        right = vertex > x[:, 1]
+        x = np.where(right[:, None], np.stack([x[:, 1], vertex, x[:, 2]], 1), np.stack([x[:, 0], vertex, x[:, 1]], 1))
+        y = np.where(right[:, None], np.stack([y[:, 1], value, y[:, 2]], 1), np.stack([y[:, 0], value, y[:, 1]], 1))
+        interior, x, y = rows[~good], x[~good], y[~good]
     return done
+
+
+def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The vertex of the parabola through three points per row (x sorted along axis 1), its predicted value, and
+    where it is usable: a convex parabola whose middle value is the smallest, so its vertex lies between the ends."""
+    d0, d2 = x[:, 0] - x[:, 1], x[:, 2] - x[:, 1]
+    s0, s2 = (y[:, 0] - y[:, 1]) / d0, (y[:, 2] - y[:, 1]) / d2  # secant slopes from the middle point
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        curvature = (s2 - s0) / (d2 - d0)  # half the second derivative: y = y1 + b(x − x1) + c(x − x1)²
+        slope = s0 - curvature * d0
+        offset = -slope / (2.0 * curvature)
+        predicted = y[:, 1] - slope * slope / (4.0 * curvature)
+    usable = np.isfinite(curvature) & (curvature > 0.0) & np.isfinite(predicted) & (y[:, 1] <= y.min(axis=1))
+    offset = np.where(usable, np.clip(offset, d0, d2), 0.0)
+    return x[:, 1] + offset, predicted, usable
 
 
 RowsCurve = Callable[[np.ndarray, np.ndarray], np.ndarray]
