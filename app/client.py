@@ -90,6 +90,21 @@ class CalibrationOptions(TypedDict, total=False):
     statement: bool
 
 
+class ComposeOptions(TypedDict, total=False):
+    """Optional fields of a composition request (``/v1/compose``; with ``bounds`` for ``/v1/compose/calibrate``)."""
+
+    accountant: str
+    neighbouring: str
+    orders: Sequence[float] | None
+    refine_order: bool
+    checkpoints: Sequence[int] | Mapping[str, int] | str | None
+    statement: bool
+
+
+class ComposeCalibrationOptions(ComposeOptions, total=False):
+    bounds: Sequence[float] | None
+
+
 class JobOptions(TypedDict, total=False):
     """Optional fields of a verification job, and its idempotency key (sent as the Idempotency-Key header)."""
 
@@ -118,15 +133,16 @@ class Call(Generic[T]):
 
 
 def _body(algorithm: str, params: Params, **fields: Any) -> dict[str, Any]:
-    body = {"algorithm": algorithm, "params": dict(params)}
-    body.update(
-        {
-            k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
-            for k, v in fields.items()
-            if v is not None
-        }
-    )
-    return body
+    return {"algorithm": algorithm, "params": dict(params)} | _fields(**fields)
+
+
+def _fields(**fields: Any) -> dict[str, Any]:
+    """The given fields as JSON (sequences as lists; None left out: the server's default)."""
+    return {
+        k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
+        for k, v in fields.items()
+        if v is not None
+    }
 
 
 class Calls:
@@ -154,6 +170,23 @@ class Calls:
     ) -> Call[CalibrationResponse]:
         body = _body(algorithm, params, target_epsilon=target_epsilon, delta=delta, **options)
         return Call("POST", "/v1/calibrate", CalibrationResponse, body)
+
+    @staticmethod
+    def compose(mechanism: Mapping[str, Any], delta: float, options: ComposeOptions) -> Call[PrivacyResponse]:
+        return Call("POST", "/v1/compose", PrivacyResponse, _fields(mechanism=dict(mechanism), delta=delta, **options))
+
+    @staticmethod
+    def compose_calibrate(
+        mechanism: Mapping[str, Any],
+        pointer: str,
+        target_epsilon: float,
+        delta: float,
+        options: ComposeCalibrationOptions,
+    ) -> Call[CalibrationResponse]:
+        body = _fields(
+            mechanism=dict(mechanism), calibrate=pointer, target_epsilon=target_epsilon, delta=delta, **options
+        )
+        return Call("POST", "/v1/compose/calibrate", CalibrationResponse, body)
 
     @staticmethod
     def utility(algorithm: str, params: Params) -> Call[UtilityResponse]:
@@ -226,6 +259,23 @@ class DpcalClient:
         """POST /v1/calibrate; ``options``: accountant, orders."""
         return self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
+    def compose(self, mechanism: Mapping[str, Any], delta: float, **options: Unpack[ComposeOptions]) -> PrivacyResponse:
+        """POST /v1/compose: the privacy of an event tree (``{"type": "gaussian", ...}``); ``options``: accountant,
+        neighbouring, orders, refine_order, checkpoints, statement."""
+        return self.send(Calls.compose(mechanism, delta, options))
+
+    def compose_calibrate(
+        self,
+        mechanism: Mapping[str, Any],
+        pointer: str,
+        target_epsilon: float,
+        delta: float,
+        **options: Unpack[ComposeCalibrationOptions],
+    ) -> CalibrationResponse:
+        """POST /v1/compose/calibrate: the number at the JSON Pointer ``pointer`` into ``mechanism`` (e.g.
+        ``/mechanism/noise_multiplier``) that meets ``target_epsilon``; ``options`` as :meth:`compose`, and bounds."""
+        return self.send(Calls.compose_calibrate(mechanism, pointer, target_epsilon, delta, options))
+
     def utility(self, algorithm: str, params: Params) -> UtilityResponse:
         return self.send(Calls.utility(algorithm, params))
 
@@ -293,6 +343,21 @@ class AsyncDpcalClient:
     ) -> CalibrationResponse:
         return await self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
+    async def compose(
+        self, mechanism: Mapping[str, Any], delta: float, **options: Unpack[ComposeOptions]
+    ) -> PrivacyResponse:
+        return await self.send(Calls.compose(mechanism, delta, options))
+
+    async def compose_calibrate(
+        self,
+        mechanism: Mapping[str, Any],
+        pointer: str,
+        target_epsilon: float,
+        delta: float,
+        **options: Unpack[ComposeCalibrationOptions],
+    ) -> CalibrationResponse:
+        return await self.send(Calls.compose_calibrate(mechanism, pointer, target_epsilon, delta, options))
+
     async def utility(self, algorithm: str, params: Params) -> UtilityResponse:
         return await self.send(Calls.utility(algorithm, params))
 
@@ -324,6 +389,8 @@ __all__ = [
     "CalibrationOptions",
     "Call",
     "Calls",
+    "ComposeCalibrationOptions",
+    "ComposeOptions",
     "DpcalClient",
     "DpcalProblem",
     "JobOptions",

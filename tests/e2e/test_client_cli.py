@@ -54,6 +54,25 @@ def test_async_client(live_server):
     assert strict.noise_multiplier > loose.noise_multiplier
 
 
+def test_clients_compose_and_calibrate_an_event_tree(live_server):
+    from accountants.mechanisms.gaussian import gaussian_epsilon
+
+    tree = {"type": "repeated", "count": 50, "mechanism": {"type": "gaussian", "noise_multiplier": 4.0}}
+    with DpcalClient(live_server) as client:
+        answer = client.compose(tree, 1e-5, accountant="tight", checkpoints=[10, 50])
+        assert answer.epsilon == pytest.approx(gaussian_epsilon(4.0, 1e-5, 50), rel=1e-9)  # exact GDP composition
+        assert [p.steps for p in answer.curve] == [10, 50]
+        assert answer.curve[0].epsilon == pytest.approx(gaussian_epsilon(4.0, 1e-5, 10), rel=1e-9)
+        found = client.compose_calibrate(tree, "/mechanism/noise_multiplier", 1.0, 1e-5, accountant="tight")
+        assert gaussian_epsilon(found.calibrated_value, 1e-5, 50) == pytest.approx(1.0, rel=1e-6)
+
+    async def run():
+        async with AsyncDpcalClient(live_server) as client:
+            return await client.compose(tree, 1e-5, accountant="rdp")
+
+    assert asyncio.run(run()).accountant == "rdp"
+
+
 def dpcal(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
