@@ -57,7 +57,9 @@ def test_curl_example(live_server):
 def test_python_example(live_server, capsys):
     code = next(code for language, code in BLOCKS if language == "python")
     exec(compile(code.replace("http://127.0.0.1:8000", live_server), "README.md", "exec"), {})
-    noise, epsilon, steps = capsys.readouterr().out.split()
+    first, curve = capsys.readouterr().out.splitlines()
+    noise, epsilon, steps = first.split()
+    assert "steps=10" in curve and "steps=50" in curve  # the composed pipeline's ε after 10 and 50 releases
     shown = json.loads(next(code for language, code in BLOCKS if language == "json"))
     assert float(epsilon) <= 3.0 and int(steps) == 14063
     assert float(noise) == pytest.approx(shown["noise_multiplier"], rel=PLD_REL)
