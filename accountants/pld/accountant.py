@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -321,6 +322,11 @@ def _gaussian_tree_mu(event: DpEvent, inner: DpEvent) -> float:
     return gaussian_mu(inner)
 
 
+_leaf = lru_cache(maxsize=16)(connect_the_dots)
+"""connect_the_dots, remembered for the last few (pair, grid, knots): a plan's prefixes (ε over training) and a query's
+passes discretise the same releases again (leaves are immutable)."""
+
+
 def _near(value: float, guess: float) -> bool:
     """Whether an answer from a start is within a factor 2 of the start's ε (else the start is discarded)."""
     return 0.5 * guess <= value <= 2.0 * guess
@@ -355,7 +361,11 @@ class _Passes:
         self.accuracy = accuracy
         self.delta, self.epsilon = delta, epsilon
         scale = delta if delta is not None else 1e-12
-        tail = max(TAIL_SHARE * scale / self.steps, 1e-300)  # what is cut off goes to +∞: ≤ TAIL_SHARE·δ in all
+        # what is cut off goes to +∞: ≤ TAIL_SHARE·δ in all; the releases counted up to a power of 2 (a smaller tail,
+        # so still within the share) so that the runs of one plan's prefixes discretise the same ranges (ε over
+        # training reuses their leaves: _leaf)
+        releases = 1 << (self.steps - 1).bit_length()
+        tail = max(TAIL_SHARE * scale / releases, 1e-300)
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
         self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
         self.last_built: list[tuple[int, LeafPld]] = []
@@ -429,7 +439,7 @@ class _Passes:
 
     def _build(self, grid: float) -> list[tuple[int, LeafPld]]:
         built = [
-            (count, connect_the_dots(pair, grid, math.floor(lo / grid), math.ceil(hi / grid)))
+            (count, _leaf(pair, grid, math.floor(lo / grid), math.ceil(hi / grid)))
             for (count, pair), (lo, hi) in zip(self.leaves, self.ranges, strict=True)
         ]
         if self.log_mgf is None:  # the first (coarsest) pass tabulates K(θ)
