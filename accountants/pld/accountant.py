@@ -322,9 +322,19 @@ def _gaussian_tree_mu(event: DpEvent, inner: DpEvent) -> float:
     return gaussian_mu(inner)
 
 
-_leaf = lru_cache(maxsize=16)(connect_the_dots)
-"""connect_the_dots, remembered for the last few (pair, grid, knots): a plan's prefixes (ε over training) and a query's
-passes discretise the same releases again (leaves are immutable)."""
+CACHED_LEAF_KNOTS = 1 << 17
+"""Leaves of at most this many knots are remembered (:func:`_leaf`; at most 8 of them, ~2 MB each)."""
+
+_cached_leaf = lru_cache(maxsize=8)(connect_the_dots)
+
+
+def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
+    """connect_the_dots, remembered for the last few (pair, grid, knots) of at most :data:`CACHED_LEAF_KNOTS`: a
+    plan's prefixes (ε over training) and a query's passes discretise the same releases again (leaves are
+    immutable)."""
+    if hi - lo > CACHED_LEAF_KNOTS:
+        return connect_the_dots(pair, grid, lo, hi)
+    return _cached_leaf(pair, grid, lo, hi)
 
 
 def _near(value: float, guess: float) -> bool:
