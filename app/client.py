@@ -90,15 +90,10 @@ class CalibrationOptions(TypedDict, total=False):
     statement: bool
 
 
-class ComposeOptions(TypedDict, total=False):
+class ComposeOptions(PrivacyOptions, total=False):
     """Optional fields of a composition request (``/v1/compose``; with ``bounds`` for ``/v1/compose/calibrate``)."""
 
-    accountant: str
     neighbouring: str
-    orders: Sequence[float] | None
-    refine_order: bool
-    checkpoints: Sequence[int] | Mapping[str, int] | str | None
-    statement: bool
 
 
 class ComposeCalibrationOptions(ComposeOptions, total=False):
