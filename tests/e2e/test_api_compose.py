@@ -32,13 +32,18 @@ def test_an_algorithm_node_gives_the_family_answer(http, algorithm):
         assert composed.json()["epsilon"] == pytest.approx(own.json()["epsilon"], rel=1e-7)
 
 
-def test_an_algorithm_without_a_plan_is_refused_with_the_reason(http):
+def test_every_family_has_a_plan_the_last_iterate_as_one_zcdp_release(http):
+    assert _families_with_plans() == [f.id for f in registry.families()]
     family = registry.get("dp-sgd-last-iterate")
     node = {"type": "algorithm", "algorithm": family.id, "params": dict(family.example)}
-    answer = http.post("/v1/compose", json={"mechanism": node, "delta": DELTA, "neighbouring": "replace-one"})
-    assert answer.status_code == 422
-    assert answer.json()["errors"][0]["loc"] == ["mechanism", "algorithm"]
-    assert "no mechanism plan" in answer.json()["errors"][0]["message"]
+    twice = {"type": "repeated", "count": 2, "mechanism": node}
+    answer = http.post("/v1/compose", json={"mechanism": twice, "delta": DELTA, "neighbouring": "replace-one"}).json()
+    tight = next(a for a in answer["accountants"] if a["name"] == "tight")
+    assert answer["accountant"] == "rdp" and not tight["applicable"] and "ZCdpEvent" in tight["reason"]
+    own = http.post("/v1/privacy", json={"algorithm": family.id, "params": dict(family.example), "delta": DELTA}).json()
+    assert answer["rdp"]["orders"] == own["rdp"]["orders"]  # two last iterates: twice the family's Rényi curve
+    assert answer["rdp"]["epsilons"] == pytest.approx([2 * e for e in own["rdp"]["epsilons"]], rel=1e-12)
+    assert answer["epsilon"] > own["epsilon"]
 
 
 @pytest.mark.parametrize(

@@ -252,3 +252,17 @@ def test_an_unreachable_target_says_so():
     }
     with pytest.raises(CalibrationError, match="no /mechanisms/1/count in range meets"):
         calibrate(Composition(tree, DELTA, "rdp"), 1.0, "/mechanisms/1/count")
+
+
+def test_an_algorithm_without_a_plan_is_refused_with_the_reason(monkeypatch):
+    from accountants import registry
+    from accountants.errors import ParameterError
+    from accountants.family import AlgorithmFamily
+
+    family = registry.get("dp-sgd-last-iterate")
+    monkeypatch.setattr(type(family), "plan", AlgorithmFamily.plan)  # as a family whose accounting has no plan
+    node = {"type": "algorithm", "algorithm": family.id, "params": dict(family.example)}
+    with pytest.raises(ParameterError) as info:
+        privacy(Composition(node, DELTA, "best", neighbouring="replace-one"))
+    issue = info.value.issues[0]
+    assert issue.loc == ("mechanism", "algorithm") and "no mechanism plan" in issue.message

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from accountants import registry
+from accountants.events import ZCdpEvent
 from accountants.rdp import RdpAccountant
 
 DELTA = 1e-6
@@ -58,9 +59,13 @@ def test_the_generic_accountant_on_the_plan_is_the_family_rdp(algorithm, params)
     np.testing.assert_allclose(reported, accountant.rdp(plan.event, orders), rtol=1e-9)
 
 
-def test_last_iterate_accounting_is_a_theorem_not_a_plan():
+def test_the_last_iterate_plan_is_one_zcdp_release_whose_curve_is_the_familys():
     family = registry.get("dp-sgd-last-iterate")
-    assert family.plan(family.example, DELTA) is None
+    plan = family.plan(family.example, DELTA)
+    assert isinstance(plan.event, ZCdpEvent) and plan.neighbouring == "replace-one"
+    report = family.privacy(family.example, DELTA, accountant="rdp")
+    orders = np.array(report.rdp.orders)
+    np.testing.assert_allclose(RdpAccountant("replace-one").rdp(plan.event, orders), report.rdp.epsilons, rtol=1e-12)
 
 
 def test_account_plan_reads_any_event_tree_and_spends_the_reserved_delta():

@@ -11,8 +11,10 @@ import numpy as np
 
 from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
+from ...events import ZCdpEvent
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import ParamsModel
+from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, RdpCurve, UtilityReport
 from .bounds import LinearBound, bounds_for
@@ -55,6 +57,19 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
     accountants = ("rdp",)
     accountant_notes = MappingProxyType({"tight": _TIGHT_REASON, "paper": _PAPER_REASON})
     noise_fields = ("noise_multiplier", "noise_std")
+
+    def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
+        """The last iterate as one release that is ρ-zCDP with ρ = K/z² of the best applicable seed-004 bound: the
+        Rényi curve ρ·α (every α > 1) that this family converts itself, under replace-one neighbours. In a composition
+        it counts once (only the last iterate is released); no PLD reads it (tight does not apply)."""
+        p = self.parse(params)
+        steps, _ = _steps(p)
+        best = _best(bounds_for(p, steps))
+        z = _noise_multiplier(p)
+        description = (
+            f"the last iterate, ρ-zCDP by {best.name} (seed 004): ρ = K/z² = {coefficient(best) / (z * z):.6g}"
+        )
+        return MechanismPlan(ZCdpEvent(coefficient(best) / (z * z)), "replace-one", description=description)
 
     def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:
         p, d, grid = query.params, query.delta, query.grid
