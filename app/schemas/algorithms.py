@@ -13,7 +13,7 @@ from .common import Out
 
 class AlgorithmSummary(Out):
     id: str = Field(description="Algorithm id, used in requests and URLs.", examples=["dp-sgd"])
-    title: str = Field(description="Human-readable name.", examples=["Poisson-subsampled DP-SGD"])
+    title: str = Field(description="Human-readable name.", examples=["DP-SGD (subsampled or shuffled batches)"])
     summary: str = Field(description="What the algorithm is and what is accounted.", examples=["Noisy clipped SGD …"])
     source: str = Field(description="Papers and theorems the accounting rests on.", examples=["Abadi et al. 2016 …"])
     accountants: list[str] = Field(
