@@ -36,7 +36,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/calibration.py
 	$(BIN)/python benchmarks/pld.py
 	$(BIN)/python benchmarks/blas.py
-	$(BIN)/python benchmarks/http.py
+	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/jobs.py
 
 ## lint: ruff (lint and format) and mypy (strict on accountants/, normal on app/; configured in pyproject.toml)

@@ -17,23 +17,19 @@ Run: ``python benchmarks/jobs.py`` (needs the ``test`` extra, or ``dask``: distr
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-# benchmarks/http.py would shadow the standard library's http (imported by Dask) from this script's folder
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import dataclasses  # noqa: E402
-import importlib.util  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
-
-from accountants import registry  # noqa: E402
-from app.jobs.manager import JobManager  # noqa: E402
-from app.jobs.runner import DaskRunner, ProcessPoolRunner, Runner  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from accountants import registry
+from app.jobs.manager import JobManager
+from app.jobs.runner import DaskRunner, ProcessPoolRunner, Runner
+from app.settings import Settings
 
 TRIALS = 1024
 PARAMS = {"dataset_size": 1000, "batch_size": 50, "steps": 100, "noise_multiplier": 1.0}
@@ -121,7 +117,7 @@ def dp_sgd_against_per_trial() -> None:
     spec = importlib.util.spec_from_file_location("dp_sgd_per_trial", Path(__file__).with_name("dp_sgd_per_trial.py"))
     assert spec is not None and spec.loader is not None
     reference = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reference)  # by path: this script's folder is off sys.path (see above)
+    spec.loader.exec_module(reference)
     family = registry.get("dp-sgd")
     print("dp-sgd utility simulation, trials/s: vectorised vs the per-trial loop it replaced (issue 18)")
     for name, params in DP_SGD_SETUPS:

@@ -11,15 +11,10 @@ request there — as much as the server's whole answer — so with httpx the ben
    (``phased-output-perturbation`` privacy, best = exact Gaussian composition);
 2. ``/healthz`` and ``dp-sgd`` rdp privacy while 4 uncached tight calibrations (PLD searches) run all the time.
 
-    .venv/bin/python benchmarks/http.py [--seconds 15] [--rate 200] [--workers 2]
+    .venv/bin/python benchmarks/load.py [--seconds 15] [--rate 200] [--workers 2]
 """
 
 from __future__ import annotations
-
-import sys
-
-# this file is named like the standard library's `http` package: keep its folder off the import path
-sys.path[:] = [p for p in sys.path if p not in ("", __import__("os").path.dirname(__file__))]
 
 import argparse
 import asyncio
@@ -28,6 +23,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
