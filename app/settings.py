@@ -92,6 +92,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
+        _refuse_replaced(env)
         if f"{PREFIX}HOST" in env:
             values["host"] = env[f"{PREFIX}HOST"]
         if f"{PREFIX}LOG_LEVEL" in env:
@@ -123,6 +124,12 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]  # every value was parsed for its field above
 
 
+REPLACED: Mapping[str, str] = {
+    "JOB_MAX_WORK": "set DPCAL_JOB_MAX_SECONDS, the estimated seconds of one worker process a job may take (default "
+    "120; estimates are calibrated per family and check)",
+}
+"""Settings that were replaced (``DPCAL_`` + name): setting one stops the service with what to set instead."""
+
 NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "PORT": (int, 1, 65535),
     "MAX_BODY_BYTES": (int, 1024, 100_000_000),
@@ -140,6 +147,13 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "JOB_LEASE_SECONDS": (float, 1.0, 1e5),
 }
 """The numeric settings (``DPCAL_`` + name): their type and range."""
+
+
+def _refuse_replaced(env: Mapping[str, str]) -> None:
+    """A replaced setting stops the service with what to set instead (an old limit must not vanish silently)."""
+    for old, new in REPLACED.items():
+        if f"{PREFIX}{old}" in env:
+            raise SettingsError(f"{PREFIX}{old} is no longer read: {new}")
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float], lo: float, hi: float) -> int | float:

@@ -26,6 +26,12 @@ def test_settings_reject_bad_values_naming_the_variable(name, value):
         Settings.from_env({f"DPCAL_{name}": value})
 
 
+def test_a_replaced_setting_stops_the_service_naming_its_successor():
+    with pytest.raises(SettingsError, match="DPCAL_JOB_MAX_WORK is no longer read: set DPCAL_JOB_MAX_SECONDS"):
+        Settings.from_env({"DPCAL_JOB_MAX_WORK": "2e8"})
+    assert Settings.from_env({"DPCAL_JOB_MAX_SECONDS": "30"}).job_max_seconds == 30.0
+
+
 def test_body_limit_setting_is_applied():
     import httpx
 
