@@ -296,9 +296,18 @@ def _progress(args: argparse.Namespace) -> Callable[[Any], None] | None:
         state = (job.status, job.progress.completed)
         if not seen or seen[-1] != state:
             seen.append(state)
-            print(f"{job.status} {job.progress.completed}/{job.progress.total} trials", file=sys.stderr, flush=True)
+            print(f"{job.status} {job.progress.completed}/{job.progress.total} trials{_left(job)}", file=sys.stderr)
+            sys.stderr.flush()
 
     return lines
+
+
+def _left(job: Any) -> str:
+    """``, ~N s left`` while the job runs or waits (the plan's estimate before the first chunk, then the rate's)."""
+    eta = job.progress.eta_seconds
+    if job.status in ("succeeded", "failed", "cancelled") or eta is None:
+        return ""
+    return f", ~{eta:.2g} s left" if eta >= 0.1 else ", <0.1 s left"
 
 
 def _progress_bar(job: Any) -> None:
@@ -306,7 +315,7 @@ def _progress_bar(job: Any) -> None:
     filled = int(30 * done / total)
     end = "\n" if job.status in ("succeeded", "failed", "cancelled") else ""
     print(
-        f"\r{job.status:9} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} trials",
+        f"\r{job.status:9} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} trials{_left(job):20}",
         end=end,
         file=sys.stderr,
         flush=True,

@@ -250,7 +250,9 @@ def test_cli_progress_without_a_terminal_is_one_line_per_update(live_server):
         "verify", "dp-sgd-last-iterate", "--params", params, "--delta", "1e-5", "--trials", "2048", "--url", live_server
     )
     assert run.returncode == 0, run.stderr
-    assert "\r" not in run.stderr and run.stderr.strip().splitlines()[-1] == "succeeded 2048/2048 trials"
+    lines = run.stderr.strip().splitlines()
+    assert "\r" not in run.stderr and lines[-1] == "succeeded 2048/2048 trials"
+    assert lines[0].startswith(("queued 0/2048 trials, ", "running 0/2048 trials, ")) and lines[0].endswith("s left")
     quiet = dpcal("verify", "dp-sgd-last-iterate", "--params", params, "--delta", "1e-5", "--trials", "128", "--quiet")
     assert quiet.returncode == 0 and quiet.stderr == "" and "succeeded" in quiet.stdout
 
