@@ -309,7 +309,9 @@ async function runJob() {
     let job = await api("/v1/jobs", { algorithm: detail.id, ...example });
     while (!["succeeded", "failed", "cancelled"].includes(job.status)) {
       $("#job-progress").value = job.progress.total ? job.progress.completed / job.progress.total : 0;
-      $("#job-status").textContent = `${job.status}: ${job.progress.completed} of ${job.progress.total} trials`;
+      const eta = job.progress.eta_seconds;
+      const left = eta === null ? "" : `, about ${eta < 0.1 ? "<0.1" : fmt(eta, 2)} s left`;
+      $("#job-status").textContent = `${job.status}: ${job.progress.completed} of ${job.progress.total} trials${left}`;
       await new Promise((resolve) => setTimeout(resolve, 1000));
       job = await api(`/v1/jobs/${job.id}`);
     }

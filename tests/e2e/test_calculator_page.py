@@ -76,9 +76,15 @@ def test_the_calculator_computes_plots_and_stays_on_loopback(browser, live_serve
     page.click("[data-copy=curl]")
     assert "/v1/calibrate" in page.text_content("#snippet")
 
-    # a verification job: progress, then measured against predicted
+    # a verification job: progress with the time left (the plan's estimate at first), then measured against predicted
+    page.evaluate(
+        """() => { window.statusLog = []; const node = document.querySelector('#job-status');
+        new MutationObserver(() => window.statusLog.push(node.textContent)).observe(node, {childList: true,
+        characterData: true, subtree: true}); }"""
+    )
     page.click("#run-job")
     page.wait_for_function("document.querySelector('#job-status').textContent.startsWith('succeeded')", timeout=WAIT_MS)
+    assert any(" s left" in status for status in page.evaluate("window.statusLog")), page.evaluate("window.statusLog")
     result = page.text_content("#job-result")
     assert "audit lower bound on ε" in result and "accounted ε" in result and "audit power" in result
 
