@@ -227,10 +227,10 @@ def _parabola_step(
     best_value: np.ndarray,
     best_order: np.ndarray,
 ) -> np.ndarray:
-    """Where the best point is interior (neither 0 nor ``last``, the row's last real point), evaluate the vertex of
-    the parabola through it and its neighbours, and where that parabola was not yet a good model, the vertex of the
-    parabola through the first vertex and the two points around it (successive parabolic interpolation; best values
-    updated in place); True where the search may stop (see :func:`refine_orders`)."""
+    """Where the best point is interior (neither 0 nor ``last``, the row's last real point), successive parabolic
+    interpolation from it and its neighbours: evaluate the parabola's vertex, keep the bracket of the three points
+    around the best, and repeat where the parabola was not yet a good model (at most :data:`_PARABOLA_ATTEMPTS`
+    vertices; best values updated in place); True where the search may stop (see :func:`refine_orders`)."""
     done = np.zeros(active.size, dtype=bool)
     interior = np.flatnonzero((k > 0) & (k < last))
     if not interior.size:
@@ -238,7 +238,7 @@ def _parabola_step(
     kk = k[interior]
     x = np.stack([points[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
     y = np.stack([values[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
-    for attempt in range(2):
+    for _ in range(_PARABOLA_ATTEMPTS):
         vertex, predicted, usable = _vertex(x, y)
         rows, vertex, predicted, x, y = interior[usable], vertex[usable], predicted[usable], x[usable], y[usable]
         if not rows.size:
@@ -254,14 +254,32 @@ def _parabola_step(
             np.abs(value - predicted) <= np.maximum(1e-3 * gain, 1e-10 * np.abs(value))
         )
         done[rows] = good
-        if attempt or good.all():
+        if good.all():
             return done
-        # the next parabola: the vertex between the two points around it
-        right = vertex > x[:, 1]
-        x = np.where(right[:, None], np.stack([x[:, 1], vertex, x[:, 2]], 1), np.stack([x[:, 0], vertex, x[:, 1]], 1))
-        y = np.where(right[:, None], np.stack([y[:, 1], value, y[:, 2]], 1), np.stack([y[:, 0], value, y[:, 1]], 1))
+        x, y = _bracket(x, y, vertex, value)
         interior, x, y = rows[~good], x[~good], y[~good]
     return done
+
+
+_PARABOLA_ATTEMPTS = 6
+"""Most parabola vertices per zoom round (each one evaluation per row still searching)."""
+
+
+def _bracket(x: np.ndarray, y: np.ndarray, vertex: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The three points around the best after evaluating ``vertex`` inside the bracket (x₀, x₁, x₂): the vertex and
+    the middle point with whichever neighbours keep the best in the middle."""
+    right, wins = vertex > x[:, 1], value <= y[:, 1]
+    candidates = (
+        ((right & wins), (x[:, 1], vertex, x[:, 2]), (y[:, 1], value, y[:, 2])),
+        ((right & ~wins), (x[:, 0], x[:, 1], vertex), (y[:, 0], y[:, 1], value)),
+        ((~right & wins), (x[:, 0], vertex, x[:, 1]), (y[:, 0], value, y[:, 1])),
+        ((~right & ~wins), (vertex, x[:, 1], x[:, 2]), (value, y[:, 1], y[:, 2])),
+    )
+    new_x, new_y = x.copy(), y.copy()
+    for where, xs, ys in candidates:
+        new_x[where] = np.stack(xs, axis=1)[where]
+        new_y[where] = np.stack(ys, axis=1)[where]
+    return new_x, new_y
 
 
 def _vertex(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
