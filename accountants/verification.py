@@ -486,6 +486,24 @@ def max_detectable_epsilon(n_in: int, n_out: int, delta: float, alpha: float = 1
     return min(_bound_from_counts(n_in, n_in, 0, n_out, delta, alpha), 1e6)
 
 
+def trials_for_reach(delta: float, target: float, limit: int, alpha: float = 1.0 - CONFIDENCE) -> int | None:
+    """The fewest trials (a multiple of :data:`BLOCK_TRIALS`) whose audit could certify ε ≥ ``target`` with a perfect
+    test (:func:`max_detectable_epsilon` on half of them each side), or None beyond ``limit``: a lower bound on the
+    trials any score needs, known before running."""
+
+    def blocks(b: int) -> float:
+        return max_detectable_epsilon(b * BLOCK_TRIALS // 2, b * BLOCK_TRIALS // 2, delta, alpha)
+
+    top = limit // BLOCK_TRIALS
+    if top < 1 or blocks(top) < target:
+        return None
+    lo, hi = 0, top  # blocks(hi) ≥ target; blocks(lo) < target (0 blocks certify nothing)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if blocks(mid) >= target else (mid, hi)
+    return hi * BLOCK_TRIALS
+
+
 def trials_for_power(mu: float, delta: float, target: float, limit: int, alpha: float = 1.0 - CONFIDENCE) -> int | None:
     """The fewest trials (a multiple of :data:`BLOCK_TRIALS`) with which :func:`audit` is expected to certify
     ε ≥ ``target`` on a μ-Gaussian-shift transcript, or None beyond ``limit``.

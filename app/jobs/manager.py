@@ -35,7 +35,7 @@ import sqlalchemy.exc
 from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
 from accountants.planning import plan_job
-from accountants.verification import BlockResult, Plan, block_sizes, summarize, trials_for_power
+from accountants.verification import BlockResult, Plan, block_sizes, summarize, trials_for_power, trials_for_reach
 
 from ..host import try_lock
 from ..settings import Settings
@@ -67,6 +67,16 @@ def too_long(plan: Plan, limit: float) -> FieldIssue:
         f"{plan.algorithm}), above the limit of {limit:g} s (DPCAL_JOB_MAX_SECONDS): {advice}",
         f"trials ≤ {max(2, int(plan.trials * limit / total))} here",
         plan.trials,
+    )
+
+
+def _out_of_reach(plan: Plan, target_power: float, target: float, limit: int) -> FieldIssue:
+    return FieldIssue(
+        ("target_power",),
+        f"out of reach within {limit} trials (DPCAL_JOB_MAX_TRIALS): the audit cannot be expected to certify "
+        f"ε ≥ {target:.3g} ({target_power:g} of the accounted ε = {plan.epsilon_accounted:.3g})",
+        "a smaller target_power",
+        target_power,
     )
 
 
@@ -156,30 +166,30 @@ class JobManager:
 
     def _sized_for_power(self, plan: Plan, target_power: float) -> Plan:
         """The plan with the trials its audit needs to reach ``target_power`` of the accounted ε (422 naming the
-        field where the power is unknown before running or the trials exceed the limit)."""
+        field where that is out of reach within the limit, or known only after running: then with the trials a
+        perfect test would need, a lower bound)."""
         limit = self.settings.job_max_trials
         target = target_power * plan.epsilon_accounted
-        if plan.gaussian_mu is None or "privacy-audit" not in plan.checks:
+        if "privacy-audit" not in plan.checks:
+            raise JobRejected(FieldIssue(("target_power",), "needs the privacy-audit check", "omitted", target_power))
+        reach = trials_for_reach(plan.delta, target, limit)
+        if reach is None:
+            raise JobRejected(_out_of_reach(plan, target_power, target, limit))
+        if plan.gaussian_mu is None:
             raise JobRejected(
                 FieldIssue(
                     ("target_power",),
-                    "the audit's power is known before running only for an exact Gaussian transcript (dp-sgd with "
-                    "full batches) and with the privacy-audit check: give trials, then read max_detectable_epsilon",
-                    "omitted here",
+                    f"the audit's power on this mechanism is known only after running (before running only for an "
+                    f"exact Gaussian transcript: dp-sgd with full batches); even a perfect test needs {reach} trials "
+                    f"to certify ε ≥ {target:.3g}: give trials ≥ {reach}, then read max_detectable_epsilon and "
+                    "informative",
+                    f"trials ≥ {reach} instead",
                     target_power,
                 )
             )
         needed = trials_for_power(plan.gaussian_mu, plan.delta, target, limit)
         if needed is None:
-            raise JobRejected(
-                FieldIssue(
-                    ("target_power",),
-                    f"out of reach within {limit} trials (DPCAL_JOB_MAX_TRIALS): the audit cannot be expected to "
-                    f"certify ε ≥ {target:.3g}",
-                    "a smaller target_power",
-                    target_power,
-                )
-            )
+            raise JobRejected(_out_of_reach(plan, target_power, target, limit))
         return plan.scaled(needed)
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:

@@ -194,8 +194,9 @@ def job_fields(family: AlgorithmFamily[Any]) -> dict[str, Any]:
                 examples=[None],
                 description="Size the audit instead of giving trials: the trials with which the audit is expected to "
                 "certify ε ≥ target_power × the accounted ε (trials is then ignored; the answer's progress.total says "
-                "how many). Refused (422) where that is beyond DPCAL_JOB_MAX_TRIALS, or where the audit's power is "
-                "not known before running (it is for an exact Gaussian transcript: dp-sgd with full batches).",
+                "how many). Refused (422) where that is beyond DPCAL_JOB_MAX_TRIALS even for a perfect test, or "
+                "where the audit's power is not known before running (it is for an exact Gaussian transcript: dp-sgd "
+                "with full batches): then the refusal says how many trials a perfect test would need (a lower bound).",
             ),
         ),
         "seed": (

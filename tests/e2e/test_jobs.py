@@ -11,7 +11,14 @@ import pytest
 
 from accountants import registry
 from accountants.planning import plan_job
-from accountants.verification import BLOCK_TRIALS, block_rng, run_block, summarize
+from accountants.verification import (
+    BLOCK_TRIALS,
+    block_rng,
+    max_detectable_epsilon,
+    run_block,
+    summarize,
+    trials_for_reach,
+)
 from app import schemas
 from app.jobs.manager import JobManager
 from app.jobs.runner import InlineRunner, ProcessPoolRunner
@@ -377,6 +384,16 @@ def test_target_power_sizes_the_audit_and_the_job_reaches_it(http):
     assert out_of_reach.json()["errors"][0]["loc"] == ["target_power"]
     unknown = http.post("/v1/jobs", json=body(target_power=0.5))  # dp-sgd-last-iterate: power unknown beforehand
     assert unknown.status_code == 422 and unknown.json()["errors"][0]["loc"] == ["target_power"]
+    # ... but a perfect test's count is known: the fewest trials with max_detectable_epsilon ≥ the target
+    accounted = registry.get("dp-sgd-last-iterate").privacy(LINEAR, 1e-5).epsilon
+    least = trials_for_reach(1e-5, 0.5 * accounted, 200000)
+    assert f"even a perfect test needs {least} trials" in unknown.json()["errors"][0]["message"]
+    assert max_detectable_epsilon(least // 2, least // 2, 1e-5) >= 0.5 * accounted
+    fewer = least - BLOCK_TRIALS
+    assert max_detectable_epsilon(fewer // 2, fewer // 2, 1e-5) < 0.5 * accounted
+    weak = body({**LINEAR, "noise_multiplier": 0.05}, target_power=0.5)  # accounted ε in the thousands
+    far = http.post("/v1/jobs", json=weak)
+    assert far.status_code == 422 and "out of reach within 200000 trials" in far.json()["errors"][0]["message"]
 
 
 def test_chunks_grow_to_about_a_second_within_the_limit():
