@@ -144,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--target-epsilon", type=float, help="calibrate the noise for this ε first")
     verify.add_argument("--checks", default="utility,privacy-audit", help="comma-separated: utility, privacy-audit")
     verify.add_argument("--trials", type=int, default=1000)
+    verify.add_argument(
+        "--target-power", type=float, help="size the audit to certify this fraction of the accounted ε (not --trials)"
+    )
     verify.add_argument("--seed", type=int, default=0)
     verify.add_argument("--problem", help="synthetic-problem settings as a JSON object")
     verify.add_argument("--idempotency-key", help="resubmitting with the same key returns the same job")
@@ -258,6 +261,7 @@ async def _verify(args: argparse.Namespace) -> Any:
         "target_epsilon": args.target_epsilon,
         "checks": [c.strip() for c in args.checks.split(",")],
         "trials": args.trials,
+        "target_power": args.target_power,
         "seed": args.seed,
         "problem": problem,
     }

@@ -106,6 +106,7 @@ class JobOptions(TypedDict, total=False):
     target_epsilon: float | None
     checks: Sequence[str]
     trials: int
+    target_power: float | None
     seed: int
     problem: Mapping[str, Any] | None
     idempotency_key: str | None
@@ -275,7 +276,8 @@ class DpcalClient:
         return self.send(Calls.utility(algorithm, params))
 
     def submit_job(self, algorithm: str, params: Params, delta: float, **options: Unpack[JobOptions]) -> JobOut:
-        """POST /v1/jobs; ``options``: target_epsilon, checks, trials, seed, problem, idempotency_key."""
+        """POST /v1/jobs; ``options``: target_epsilon, checks, trials, target_power, seed, problem,
+        idempotency_key."""
         return self.send(Calls.submit_job(algorithm, params, delta, options))
 
     def job(self, job_id: str) -> JobOut:

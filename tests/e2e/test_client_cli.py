@@ -179,6 +179,18 @@ def test_cli_verify(live_server, remote):
     assert body["status"] == "succeeded" and body["result"]["seed"] == 7
 
 
+def test_cli_verify_sizes_the_audit_for_a_target_power(live_server):
+    params = json.dumps({"dataset_size": 1000, "batch_size": 1000, "steps": 10})
+    args = ("verify", "dp-sgd", "--params", params, "--delta", "1e-5", "--target-epsilon", "3", "--checks")
+    run = dpcal(*args, "privacy-audit", "--target-power", "0.5", "--json", "--url", live_server)
+    assert run.returncode == 0, run.stderr
+    job = json.loads(run.stdout)
+    audit = job["result"]["privacy_audit"]
+    assert job["progress"]["total"] != 1000 and audit["epsilon_lower_bound"] >= 0.5 * audit["epsilon_accounted"]
+    refused = dpcal(*args, "privacy-audit", "--target-power", "0.999", "--url", live_server)
+    assert refused.returncode == 2 and "target_power" in refused.stderr
+
+
 def test_cli_verify_same_answer_in_process_and_remote(live_server):
     args = (
         "verify",
