@@ -1,7 +1,8 @@
 """The job manager: accepts jobs, runs them one at a time on a :class:`~app.jobs.runner.Runner`, survives crashes.
 
 * Accepting: the request is validated, the noise calibrated when a target ε is given, and the simulation planned
-  (accounted ε, exact ε, predicted utility, cost) before the job is stored, so errors come back as 4xx at once.
+  (accounted ε, exact ε, predicted utility, estimated running time: refused above DPCAL_JOB_MAX_SECONDS, naming what
+  to change) before the job is stored, so errors come back as 4xx at once.
 * Running: a dispatcher thread claims the oldest queued job and submits its blocks in chunks (at most two per worker
   in flight; a chunk starts at one block and grows to about :data:`CHUNK_SECONDS`). Each finished chunk is stored
   with the progress; cancellation and the time limit are checked between chunks. When every block is in, the

@@ -154,8 +154,9 @@ def _ball_qp(matrix: np.ndarray, vector: np.ndarray, radius: float) -> np.ndarra
 
 
 def _step_work(p: BilevelParams, records: int, trials: int) -> float:
-    """Cost of one (inner or outer) step of all trials, in the service's work units (≈ 1.6e7 per second, as the other
-    simulators): a fixed cost per block of 64 trials (numpy calls dominate) plus the arithmetic per trial."""
+    """Cost of one (inner or outer) step of all trials, in operations (priced in seconds by the simulator's
+    ``seconds_per_operation``): a fixed cost per block of 64 trials (numpy calls dominate) plus the arithmetic per
+    trial."""
     blocks = -(-trials // 64)
     per_trial = 0.3 * records * (p.dimension_x + p.dimension_y) + (8.0 * records if p.mini else 0.0)
     return blocks * 1000.0 + trials * per_trial

@@ -295,8 +295,8 @@ class NisppSimulator(BilinearSimulator[NisppParams]):
         return problem.gap(problem.project(total / steps))
 
     def work(self, p: NisppParams, steps: int, trials: int, checks: tuple[str, ...]) -> float:
-        """Per trial and iteration about 40 + inner·(10 + d²/4) (+ n·d/20 to draw a multi-pass batch) units of the
-        job limit, with the inner iterations of :func:`inner_iterations`."""
+        """Per trial and iteration about 40 + inner·(10 + d²/4) (+ n·d/20 to draw a multi-pass batch) operations
+        (priced in seconds by ``seconds_per_operation``), with the inner iterations of :func:`inner_iterations`."""
         d, n = p.dimension, p.dataset_size
         s = setting(p)
         inner = inner_iterations(p.smoothness, s.regularization, p.diameter, s.tolerance)

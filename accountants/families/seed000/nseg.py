@@ -366,8 +366,8 @@ class NsegSimulator(BilinearSimulator[NsegParams]):
         return problem.gap(total / steps)
 
     def work(self, p: NsegParams, steps: int, trials: int, checks: tuple[str, ...]) -> float:
-        """Per trial and evaluation about 40 + d²/2 (+ n·d/20 to draw a multi-pass batch) units of the job limit (one
-        unit ≈ 60 ns here, as for the other families)."""
+        """Per trial and evaluation about 40 + d²/2 (+ n·d/20 to draw a multi-pass batch) operations (priced in
+        seconds by ``seconds_per_operation``)."""
         d, n = p.dimension, p.dataset_size
         per_evaluation = 40.0 + d * d / 2.0 + (n * d / 20.0 if p.passes == "multi" else 0.0)
         utility = trials * 2.0 * steps * per_evaluation if "utility" in checks else 0.0

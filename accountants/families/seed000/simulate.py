@@ -88,7 +88,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
 
     @abstractmethod
     def work(self, p: Any, steps: int, trials: int, checks: tuple[str, ...]) -> float:
-        """Estimated elementary operations."""
+        """Estimated operations of the given checks (priced in seconds by ``seconds_per_operation``)."""
 
     def audit_support(self, p: Any) -> str | None:
         """Why the audit is not offered for these parameters (None: it is)."""
