@@ -77,6 +77,34 @@ def test_fixed_and_truncated_batches_respect_their_size(sampling):
     assert stats.chisquare(hits).pvalue > P_FLOOR
 
 
+@pytest.mark.parametrize("sampling", ["poisson", "fixed-size", "truncated-poisson"])
+def test_large_batches_by_random_keys_have_their_sizes_and_uniform_records(sampling):
+    """Half the records per batch: past SPARSE_FRACTION, batches come from one key per record."""
+    loader = Loader(sampling, 200, 0.5, 104)
+    rng = np.random.default_rng(9)
+    hits, sizes = np.zeros(200), []
+    for chunk in batch_chunks(rng, 64, loader, 100):
+        assert chunk.records is not None
+        for row in np.split(chunk.records, np.cumsum(chunk.sizes.ravel())[:-1]):
+            assert np.unique(row).size == row.size
+        sizes.append(chunk.sizes.ravel())
+        hits += np.bincount(chunk.records, minlength=200)
+    drawn = np.concatenate(sizes)
+    if sampling == "fixed-size":
+        assert np.all(drawn == 100)
+    elif sampling == "truncated-poisson":
+        assert drawn.max() == 104 and np.mean(drawn == 104) > 0.2  # Binomial(200, ½) above the cap: cut to it
+    else:
+        assert abs(drawn.mean() - 100) < 5 * math.sqrt(50 / drawn.size) and drawn.max() > 104
+    assert stats.chisquare(hits).pvalue > P_FLOOR
+
+
+def test_full_batches_are_every_record():
+    for loader in (Loader("poisson", 50, 1.0, 50), Loader("fixed-size", 50, 1.0, 50)):
+        chunks = list(batch_chunks(np.random.default_rng(0), 8, loader, 5))
+        assert all(c.records is None and np.all(c.sizes == 50) for c in chunks) and sum(c.steps for c in chunks) == 5
+
+
 @pytest.mark.parametrize("sampling", ["shuffle", "balls-in-bins"])
 def test_shuffling_loaders_use_each_record_once_per_epoch(sampling):
     loader = Loader(sampling, 103, 10 / 103, 103)
