@@ -60,16 +60,21 @@ def poisson_subsampled_gaussian_rdp(sampling_rate: float, noise_multiplier: floa
 
 
 def rdp_kernel(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
-    """:func:`poisson_subsampled_gaussian_rdp` without input checks (for accountants, whose events are validated)."""
+    """:func:`poisson_subsampled_gaussian_rdp` without input checks (for accountants, whose events are validated).
+
+    Never above the plain Gaussian's α/(2z²), which also bounds the subsampled release (Rényi divergence is jointly
+    quasi-convex: the mixture (1 − q)Q + qP is no farther from Q than P is): the series' rounding allowance, divided
+    by α − 1, could otherwise lift a q within rounding of 1 above it."""
+    gaussian = alphas / (2.0 * z * z)
     if q == 1.0:
-        return alphas / (2.0 * z * z)
+        return gaussian
     out = np.empty_like(alphas)
     integer = alphas == np.floor(alphas)
     if integer.any():
         out[integer] = _rdp_integer(q, z, alphas[integer])
     if (~integer).any():
         out[~integer] = _rdp_fractional(q, z, alphas[~integer])
-    return out
+    return np.asarray(np.minimum(out, gaussian))
 
 
 def _rdp_integer(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
