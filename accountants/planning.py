@@ -69,4 +69,4 @@ def plan_job(
         return family.privacy(p, delta)
 
     plan = simulator.plan(Job(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy))
-    return simulator.with_estimate(plan)
+    return simulator.stamped(plan)

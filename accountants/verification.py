@@ -98,6 +98,8 @@ class Plan:
     calibrated per family and check; the service bounds it)."""
     seconds_by_check: dict[str, float] = field(default_factory=dict)
     """The part of :attr:`estimated_seconds` each part of :attr:`work_by_check` takes (blocks' fixed cost apart)."""
+    simulator_version: int = 1
+    """The :attr:`Simulator.version` the plan was made for (plans stored before versions existed: 1)."""
 
     def scaled(self, trials: int) -> Plan:
         """The same plan with ``trials`` trials (its work and time scaled in proportion)."""
@@ -215,15 +217,20 @@ class Simulator(ABC, Generic[P, Q]):
     measured on each family's example job (``python benchmarks/jobs.py --calibrate``: one process, the reference
     machine with 2 cores); a part without one counts at :data:`DEFAULT_SECONDS_PER_OPERATION`."""
 
-    def with_estimate(self, plan: Plan) -> Plan:
-        """The plan with its running time on one worker process: each part's operations at its measured rate
-        (:attr:`seconds_per_operation`), and a fixed cost per block (:data:`BLOCK_SECONDS`)."""
+    version: ClassVar[int] = 1
+    """Raised whenever a change alters what a block draws or returns for a seed: a job's blocks all come from one
+    version (:func:`run_block` refuses a plan made for another, :class:`SimulatorChanged`)."""
+
+    def stamped(self, plan: Plan) -> Plan:
+        """The plan as stored: this simulator's :attr:`version`, and the running time on one worker process (each
+        part's operations at its measured rate, :attr:`seconds_per_operation`, and a fixed cost per block,
+        :data:`BLOCK_SECONDS`)."""
         parts = {
             part: ops * self.seconds_per_operation.get(part, DEFAULT_SECONDS_PER_OPERATION)
             for part, ops in plan.work_by_check.items()
         }
         total = sum(parts.values()) + BLOCK_SECONDS * len(block_sizes(plan.trials))
-        return replace(plan, estimated_seconds=total, seconds_by_check=parts)
+        return replace(plan, estimated_seconds=total, seconds_by_check=parts, simulator_version=self.version)
 
     @abstractmethod
     def plan(self, job: Job[P, Q]) -> Plan:
@@ -260,8 +267,18 @@ def simulator_for(algorithm: str) -> Simulator[Any, Any] | None:
     return _SIMULATORS.get(algorithm)
 
 
+class SimulatorChanged(RuntimeError):
+    """A plan made for another version of its simulator: its blocks would not be those of its other blocks."""
+
+
 def run_block(simulator: Simulator[Any, Any], plan: Plan, block: int) -> BlockResult:
-    """Block ``block`` of ``plan`` (its size and random stream are fixed by the block index)."""
+    """Block ``block`` of ``plan`` (its size and random stream are fixed by the block index); SimulatorChanged where
+    the plan was made for another version of the simulator (a job's blocks never mix two versions)."""
+    if plan.simulator_version != simulator.version:
+        raise SimulatorChanged(
+            f"this job was planned for version {plan.simulator_version} of the {plan.algorithm} simulator and this "
+            f"worker runs version {simulator.version}: its blocks would not match; submit the job again"
+        )
     return simulator.run_block(plan, block_rng(plan.seed, block), block_sizes(plan.trials)[block])
 
 

@@ -1,6 +1,7 @@
 """Verification jobs: end to end through the HTTP API, durability across a kill, determinism, and every limit."""
 
 import asyncio
+import dataclasses
 import os
 import signal
 import tempfile
@@ -13,6 +14,7 @@ from accountants import registry
 from accountants.planning import plan_job
 from accountants.verification import (
     BLOCK_TRIALS,
+    SimulatorChanged,
     block_rng,
     max_detectable_epsilon,
     run_block,
@@ -274,6 +276,32 @@ def test_a_job_that_keeps_crashing_fails_with_the_reason(tmp_path):
         assert store.get(job.id).status == expected
     failed = store.get(job.id)
     assert "stopped before it finished" in failed.error["detail"] and "3 of 3" in failed.error["detail"]
+
+
+def test_a_job_planned_for_another_simulator_version_fails_saying_so(tmp_path):
+    """A job stored before its simulator changed (dp-sgd is at version 2) is not completed with blocks of another
+    simulator: it fails with the reason instead of mixing them."""
+    family = registry.get("dp-sgd")
+    plan = plan_job(
+        family, {"dataset_size": 100, "batch_size": 10, "steps": 5, "noise_multiplier": 1.0}, 1e-5, ("utility",), 128, 0
+    )
+    assert plan.simulator_version == family.simulator.version == 2
+    old = dataclasses.replace(plan, simulator_version=1)
+    store = JobStore(tmp_path / "old.sqlite3")
+    job, _ = store.create("dp-sgd", {}, "h", old.to_json(), 128, None, 10)
+    store.close()
+    manager = JobManager(Settings(jobs_db=str(tmp_path / "old.sqlite3")), InlineRunner)
+    manager.start()
+    try:
+        deadline = time.monotonic() + 60
+        while (state := manager.store.get(job.id)).status not in ("succeeded", "failed"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        manager.stop()
+    assert state.status == "failed" and "planned for version 1 of the dp-sgd simulator" in state.error["detail"]
+    with pytest.raises(SimulatorChanged, match="submit the job again"):
+        run_block(family.simulator, old, 0)
 
 
 def test_algorithm_without_simulator_is_a_4xx_naming_those_with_one(tmp_path):

@@ -54,6 +54,8 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     problem_model = DpSgdProblem
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 8e-10, "privacy-audit": 1e-08}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
+    version = 2
+    """2: batches drawn by :mod:`.batches` (other random draws than version 1's inclusion masks)."""
 
     def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> Plan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
