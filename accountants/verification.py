@@ -218,7 +218,7 @@ class Simulator(ABC, Generic[P, Q]):
     machine with 2 cores); a part without one counts at :data:`DEFAULT_SECONDS_PER_OPERATION`."""
 
     version: ClassVar[int] = 1
-    """Raised whenever a change alters what a block draws or returns for a seed: a job's blocks all come from one
+    """Incremented whenever a change alters what a block draws or returns for a seed: a job's blocks all come from one
     version (:func:`run_block` refuses a plan made for another, :class:`SimulatorChanged`)."""
 
     def stamped(self, plan: Plan) -> Plan:
