@@ -209,8 +209,7 @@ def _lattice(lo: np.ndarray, hi: np.ndarray, intervals: np.ndarray) -> np.ndarra
     and a curve evaluated at the distinct orders is evaluated once at each."""
     spacing = ((hi - lo) / intervals)[:, None]
     steps = np.minimum(np.arange(int(intervals.max()) + 1)[None, :], intervals[:, None])
-    points = lo[:, None] + steps * spacing
-    points[steps == intervals[:, None]] = np.broadcast_to(hi[:, None], points.shape)[steps == intervals[:, None]]
+    points = np.where(steps == intervals[:, None], hi[:, None], lo[:, None] + steps * spacing)
     with np.errstate(invalid="ignore", divide="ignore"):
         snapped = np.round(points / spacing) * spacing
     close = np.isfinite(snapped) & (np.abs(snapped - points) <= 1e-9 * spacing)

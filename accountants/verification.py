@@ -84,8 +84,6 @@ class Plan:
     predicted_source: str | None
     prediction_note: str | None
     audit_method: str | None
-    work: float
-    """Estimated cost in elementary operations, all checks together."""
     gaussian_mu: float | None = None
     """μ where the audited transcript is exactly a Gaussian shift of μ standard deviations between D and D′ (then the
     audit's error rates, and the trials a target power needs, are known before running: :func:`trials_for_power`)."""
@@ -94,12 +92,17 @@ class Plan:
     """The operations of each part of the simulation: a check (``utility``, ``privacy-audit``) where the simulator
     runs them apart, ``simulation`` where one simulation serves every check."""
     estimated_seconds: float = 0.0
-    """Estimated running time on one worker process of the reference machine (:meth:`Simulator.estimated_seconds`,
-    calibrated per family and check; the service bounds it)."""
+    """Estimated running time on one worker process of the reference machine (:meth:`Simulator.stamped`, calibrated
+    per family and check; the service bounds it)."""
     seconds_by_check: dict[str, float] = field(default_factory=dict)
     """The part of :attr:`estimated_seconds` each part of :attr:`work_by_check` takes (blocks' fixed cost apart)."""
     simulator_version: int = 1
     """The :attr:`Simulator.version` the plan was made for (plans stored before versions existed: 1)."""
+
+    @property
+    def work(self) -> float:
+        """Estimated cost in elementary operations, all parts together."""
+        return sum(self.work_by_check.values())
 
     def scaled(self, trials: int) -> Plan:
         """The same plan with ``trials`` trials (its work and time scaled in proportion)."""
@@ -107,7 +110,6 @@ class Plan:
         return replace(
             self,
             trials=trials,
-            work=self.work * ratio,
             work_by_check={k: v * ratio for k, v in self.work_by_check.items()},
             estimated_seconds=self.estimated_seconds * ratio,
             seconds_by_check={k: v * ratio for k, v in self.seconds_by_check.items()},
@@ -118,7 +120,8 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:
-        return cls(**{**data, "checks": tuple(data["checks"])})
+        fields = {k: v for k, v in data.items() if k != "work"}  # plans stored before work_by_check held the total
+        return cls(**{**fields, "checks": tuple(data["checks"])})
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,6 @@ class Job(Generic[P, Q]):
             predicted_source=predicted_source if utility else None,
             prediction_note=prediction_note if utility else None,
             audit_method=audit_method if self.audit else None,
-            work=sum(by_check.values()),
             gaussian_mu=gaussian_mu,
             work_by_check=by_check,
         )

@@ -76,8 +76,7 @@ def batch_chunks(rng: np.random.Generator, trials: int, loader: Loader, steps: i
     if loader.sampling in ("shuffle", "balls-in-bins"):
         yield from _epoch_batches(rng, trials, loader, steps)
         return
-    n = loader.records
-    sparse = _largest(loader) <= SPARSE_FRACTION * n
+    sparse = _sparse(loader)
     per_step = math.ceil(trials * touched_records(loader))
     done = 0
     while done < steps:
@@ -86,7 +85,7 @@ def batch_chunks(rng: np.random.Generator, trials: int, loader: Loader, steps: i
             yield _dense_chunk(rng, (chunk, trials), loader)
         else:
             sizes = _sizes(rng, (chunk, trials), loader)
-            yield BatchChunk(uniform_subsets(rng, sizes.ravel(), n), sizes)
+            yield BatchChunk(uniform_subsets(rng, sizes.ravel(), loader.records), sizes)
         done += chunk
 
 
@@ -96,6 +95,11 @@ def _largest(loader: Loader) -> int:
     return loader.batch if loader.sampling == "fixed-size" else min(n, math.ceil(q * n + 8 * math.sqrt(q * n) + 8))
 
 
+def _sparse(loader: Loader) -> bool:
+    """Whether batches are drawn as index lists (at most :data:`SPARSE_FRACTION` of the records) or by keys."""
+    return _largest(loader) <= SPARSE_FRACTION * loader.records
+
+
 def touched_records(loader: Loader) -> float:
     """Records a trial's step touches (what its cost grows with): the uniform draws of a small batch, every record
     (three times: key, comparison, index list) for a large one, every record once for a full batch, the batch and its
@@ -103,9 +107,8 @@ def touched_records(loader: Loader) -> float:
     n = loader.records
     if loader.sampling in ("shuffle", "balls-in-bins"):
         return loader.batch * (1.0 + math.log2(max(n, 2)))
-    largest = _largest(loader)
-    if largest <= SPARSE_FRACTION * n:
-        return float(_draws(largest, n))
+    if _sparse(loader):
+        return float(_draws(_largest(loader), n))
     return float(n if loader.full else 3 * n)  # a key per record, compared and listed, besides the gradients
 
 
@@ -117,19 +120,22 @@ def _dense_chunk(rng: np.random.Generator, shape: tuple[int, int], loader: Loade
         return BatchChunk(None, np.full(shape, n))
     keys = rng.random((*shape, n))
     if loader.sampling == "fixed-size":
-        included = np.zeros(keys.shape, dtype=bool)
-        np.put_along_axis(included, np.argpartition(keys, loader.batch - 1, axis=-1)[..., : loader.batch], True, -1)
+        included = _smallest(keys, loader.batch)
     else:
         included = keys < loader.sampling_rate
         if loader.sampling == "truncated-poisson":
             rows = included.reshape(-1, n)
             over = np.flatnonzero(rows.sum(axis=1) > loader.cap)
             if over.size:  # a uniformly random cap of the sampled records
-                cut = np.where(rows[over], rng.random((over.size, n)), np.inf)
-                kept = np.zeros(cut.shape, dtype=bool)
-                np.put_along_axis(kept, np.argpartition(cut, loader.cap - 1, axis=1)[:, : loader.cap], True, 1)
-                rows[over] = kept
+                rows[over] = _smallest(np.where(rows[over], rng.random((over.size, n)), np.inf), loader.cap)
     return BatchChunk(np.nonzero(included)[-1], included.sum(axis=-1))
+
+
+def _smallest(keys: np.ndarray, size: int) -> np.ndarray:
+    """The mask of the ``size`` smallest keys along the last axis (random keys: a uniformly random subset)."""
+    mask = np.zeros(keys.shape, dtype=bool)
+    np.put_along_axis(mask, np.argpartition(keys, size - 1, axis=-1)[..., :size], True, axis=-1)
+    return mask
 
 
 def _sizes(rng: np.random.Generator, shape: tuple[int, int], loader: Loader) -> np.ndarray:

@@ -66,10 +66,9 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         steps, _ = _steps(p)
         best = _best(bounds_for(p, steps))
         z = _noise_multiplier(p)
-        description = (
-            f"the last iterate, ρ-zCDP by {best.name} (seed 004): ρ = K/z² = {coefficient(best) / (z * z):.6g}"
-        )
-        return MechanismPlan(ZCdpEvent(coefficient(best) / (z * z)), "replace-one", description=description)
+        rho = coefficient(best) / (z * z)
+        description = f"the last iterate, ρ-zCDP by {best.name} (seed 004): ρ = K/z² = {rho:.6g}"
+        return MechanismPlan(ZCdpEvent(rho), "replace-one", description=description)
 
     def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:
         p, d, grid = query.params, query.delta, query.grid
