@@ -30,13 +30,16 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel
 
 from . import __version__
 from .client import AsyncDpcalClient, DpcalProblem
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -445,16 +448,25 @@ def _job_summary(job: Any) -> str:
     return "\n".join(lines)
 
 
-def _jobs(args: argparse.Namespace) -> int:
-    """Operations on the job store itself (no server needed): list, show one job as JSON, requeue one."""
-    from .jobs.store import JobStore, iso
+def _environment_settings() -> Settings | None:
+    """The service settings from the environment; None (the error printed) where a variable is invalid."""
     from .settings import Settings, SettingsError
 
     try:
-        store = JobStore(Settings.from_env().jobs_db)
+        return Settings.from_env()
     except SettingsError as error:
         print(f"dpcal: {error}", file=sys.stderr)
+        return None
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """Operations on the job store itself (no server needed): list, show one job as JSON, requeue one."""
+    from .jobs.store import JobStore, iso
+
+    settings = _environment_settings()
+    if settings is None:
         return 2
+    store = JobStore(settings.jobs_db)
     try:
         if args.action == "list":
             for job in store.page(args.status, args.limit):
@@ -479,26 +491,18 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _worker() -> int:
     from .jobs import daemon
-    from .settings import Settings, SettingsError
 
-    try:
-        settings = Settings.from_env()
-    except SettingsError as error:
-        print(f"dpcal: {error}", file=sys.stderr)
-        return 2
-    return daemon.run(settings)
+    settings = _environment_settings()
+    return 2 if settings is None else daemon.run(settings)
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .main import SUPERVISOR_VARIABLE
-    from .settings import Settings, SettingsError
 
-    try:
-        settings = Settings.from_env()
-    except SettingsError as error:
-        print(f"dpcal: {error}", file=sys.stderr)
+    settings = _environment_settings()
+    if settings is None:
         return 2
     host, port = args.host or settings.host, args.port or settings.port
     workers = args.workers or settings.workers
