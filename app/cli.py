@@ -499,11 +499,11 @@ def _worker() -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .main import SUPERVISOR_VARIABLE
-
-    settings = _environment_settings()
+    settings = _environment_settings()  # before importing the app, which reads them too
     if settings is None:
         return 2
+    from .main import SUPERVISOR_VARIABLE
+
     host, port = args.host or settings.host, args.port or settings.port
     workers = args.workers or settings.workers
     if workers < 1:

@@ -32,6 +32,25 @@ def test_a_replaced_setting_stops_the_service_naming_its_successor():
     assert Settings.from_env({"DPCAL_JOB_MAX_SECONDS": "30"}).job_max_seconds == 30.0
 
 
+@pytest.mark.parametrize("command", [["serve"], ["worker"], ["jobs", "list"]])
+def test_commands_refuse_an_invalid_setting_naming_it(command):
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", *command],
+        env=os.environ | {"DPCAL_PORT": "0"},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2 and run.stderr.startswith("dpcal: DPCAL_PORT must be an integer")
+    assert "Traceback" not in run.stderr
+
+
 def test_body_limit_setting_is_applied():
     import httpx
 
