@@ -70,3 +70,24 @@ def plan_job(
 
     plan = simulator.plan(Job(p, delta, tuple(dict.fromkeys(checks)), trials, seed, parsed_problem, privacy))
     return simulator.stamped(plan)
+
+
+def plan_example(
+    family: AlgorithmFamily[Any], checks: tuple[str, ...] | None = None, trials: int | None = None
+) -> Plan:
+    """The plan of ``family``'s example verification job (its parameters, δ, seed, problem and target ε), with its own
+    checks and trials unless given (benchmarks and calibrations run it)."""
+    example = family.job_example
+    if example is None:
+        raise ValueError(f"{family.id} has no example verification job")
+    simulator_checks = family.simulator.checks if family.simulator is not None else ()
+    return plan_job(
+        family,
+        example["params"],
+        example["delta"],
+        checks or tuple(example.get("checks", simulator_checks)),
+        trials if trials is not None else int(example.get("trials", 256)),
+        int(example.get("seed", 0)),
+        example.get("problem"),
+        example.get("target_epsilon"),
+    )

@@ -67,7 +67,7 @@ def run(runner: Callable[[], Runner]) -> tuple[float, Any]:
 
 def per_family() -> None:
     """Trials per second of one process for each family's example job, utility and audit apart (4 blocks each)."""
-    from accountants.planning import plan_job
+    from accountants.planning import plan_example
     from accountants.verification import BLOCK_TRIALS, run_block
 
     print(f"per family, one process, {4 * BLOCK_TRIALS} trials of each example job:")
@@ -80,16 +80,7 @@ def per_family() -> None:
             if check not in simulator.checks:
                 rates.append("      —")
                 continue
-            plan = plan_job(
-                family,
-                example["params"],
-                example["delta"],
-                (check,),
-                4 * BLOCK_TRIALS,
-                int(example.get("seed", 0)),
-                example.get("problem"),
-                example.get("target_epsilon"),
-            )
+            plan = plan_example(family, (check,), 4 * BLOCK_TRIALS)
             start = time.perf_counter()
             for block in range(4):
                 run_block(simulator, plan, block)
@@ -150,7 +141,7 @@ def calibrate() -> None:
     """Each simulator's seconds per estimated operation, part by part (the plan's work_by_check), on its family's
     example job run in this process, the fixed cost per block taken out: the values of each simulator's
     ``seconds_per_operation``; and the estimate against the time measured with the values in the code."""
-    from accountants.planning import plan_job
+    from accountants.planning import plan_example
     from accountants.verification import BLOCK_SECONDS, block_sizes, run_block
 
     print("seconds per operation (example jobs, one part at a time) and the estimate in the code against the time:")
@@ -159,18 +150,8 @@ def calibrate() -> None:
         if simulator is None or example is None:
             continue
         for check in simulator.checks:
-            trials = int(example.get("trials", 256))
-            plan = plan_job(
-                family,
-                example["params"],
-                example["delta"],
-                (check,),
-                trials,
-                int(example.get("seed", 0)),
-                example.get("problem"),
-                example.get("target_epsilon"),
-            )
-            blocks = len(block_sizes(trials))
+            plan = plan_example(family, (check,))
+            blocks = len(block_sizes(plan.trials))
 
             def run(plan: Any = plan, blocks: int = blocks, simulator: Any = simulator) -> None:
                 for block in range(blocks):

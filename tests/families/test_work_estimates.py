@@ -11,28 +11,17 @@ import time
 import pytest
 
 from accountants import registry
-from accountants.planning import plan_job
+from accountants.planning import plan_example
 from accountants.verification import block_sizes, run_block
 
 FAMILIES = [f for f in registry.families() if f.simulator is not None and f.job_example is not None]
 
 
 def _measured(family, checks):
-    example = family.job_example
-    trials = int(example.get("trials", 256))
-    plan = plan_job(
-        family,
-        example["params"],
-        example["delta"],
-        checks,
-        trials,
-        int(example.get("seed", 0)),
-        example.get("problem"),
-        example.get("target_epsilon"),
-    )
+    plan = plan_example(family, checks)
     run_block(family.simulator, plan, 0)  # warm (imports, caches)
     start = time.perf_counter()
-    for block in range(len(block_sizes(trials))):
+    for block in range(len(block_sizes(plan.trials))):
         run_block(family.simulator, plan, block)
     return time.perf_counter() - start, plan
 
@@ -60,13 +49,7 @@ def test_every_family_and_check_is_estimated_within_3x_of_its_time(ratios):
 
 def test_the_estimate_is_stored_and_scales_with_trials():
     family = registry.get("dp-sgd")
-    example = family.job_example
-    small, large = (
-        plan_job(
-            family, example["params"], example["delta"], ("utility",), trials, 0, None, example.get("target_epsilon")
-        )
-        for trials in (640, 6400)
-    )
+    small, large = (plan_example(family, ("utility",), trials) for trials in (640, 6400))
     assert large.estimated_seconds == pytest.approx(10 * small.estimated_seconds, rel=0.01)
     assert set(small.work_by_check) == {"utility"} and small.estimated_seconds > 0
     assert small.scaled(6400).estimated_seconds == pytest.approx(large.estimated_seconds, rel=0.01)
