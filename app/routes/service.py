@@ -4,12 +4,12 @@ while the job store cannot be reached)."""
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from .. import __version__
 from ..deps import JobManagerDep
 from ..jobs.manager import JobManager
-from ..schemas import Health, Problem
+from ..problems import ApiProblem
+from ..schemas import Health
 from .responses import PROBLEM_CONTENT
 
 router = APIRouter(tags=["service"])
@@ -39,16 +39,11 @@ def healthz(jobs: JobManagerDep) -> Health:
     summary="Readiness",
     responses={503: {"content": PROBLEM_CONTENT, "description": "The job store cannot be reached."}},
 )
-def readyz(jobs: JobManagerDep) -> Health | JSONResponse:
+def readyz(jobs: JobManagerDep) -> Health:
     """Ready to accept requests and jobs: 503 while the job store cannot be reached."""
     health, reachable = _health(jobs)
-    if reachable:
-        return health
-    problem = Problem(
-        type="urn:dpcal:problem:store-unreachable",
-        title="Job store unreachable",
-        status=503,
-        detail=f"the job store does not answer: {health.store}",
-        instance="/readyz",
-    )
-    return JSONResponse(problem.model_dump(exclude_none=True), status_code=503, media_type="application/problem+json")
+    if not reachable:
+        raise ApiProblem(
+            503, "store-unreachable", "Job store unreachable", f"the job store does not answer: {health.store}"
+        )
+    return health
