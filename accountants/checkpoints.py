@@ -6,7 +6,8 @@ non-decreasing in t, so the ε at a checkpoint covers every iterate released up 
 * ``rdp``: every prefix is a sum of the same leaves' Rényi curves with other counts (:class:`LeafCurves`). All
   checkpoints are converted together (:func:`~accountants.conversions.epsilon_from_rdp_rows`: the grid, and each
   zoom round of the order refinement, is one evaluation per leaf for every checkpoint), each exactly as a separate
-  request would be.
+  request would be; the conversion at the whole run is the answer's own (:class:`CurveAnswer`: a family converts
+  it once per request).
 * ``tight``: the prefixes through :func:`~accountants.tight.tight_epsilons` (exact GDP where the tree is all
   Gaussian; otherwise the PLD accountant, each checkpoint's query starting around the previous one's answer), or a
   family's own tight answers at those step counts.
@@ -19,13 +20,12 @@ epoch ends, for families with epochs); at most :data:`MAX_CHECKPOINTS`.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .conversions import epsilon_from_rdp_rows
+from .conversions import Conversion, epsilon_from_rdp_rows
 from .errors import ParameterError
 from .events import DpEvent, leaves
 from .rdp import Neighbouring, RdpAccountant
@@ -79,20 +79,36 @@ class LeafCurves:
 
     def __init__(self, events: Sequence[DpEvent], neighbouring: Neighbouring) -> None:
         accountant = RdpAccountant(neighbouring)
-        counted = [Counter[DpEvent]() for _ in events]
-        for row, event in zip(counted, events, strict=True):
+        columns: dict[DpEvent, int] = {}  # each distinct leaf's column
+        by_identity: dict[int, int] = {}  # the same, by object (prefixes share their leaves' objects: no hashing)
+        rows: list[dict[int, int]] = []
+        for event in events:
+            row: dict[int, int] = {}
             for count, leaf in leaves(event):
-                row[leaf] += count
-        distinct = list(dict.fromkeys(leaf for row in counted for leaf in row))
-        self._curves = [accountant.curve(leaf) for leaf in distinct]
-        self._counts = np.array([[row[leaf] for leaf in distinct] for row in counted], dtype=float)
+                column = by_identity.get(id(leaf))
+                if column is None:
+                    column = by_identity[id(leaf)] = columns.setdefault(leaf, len(columns))
+                row[column] = row.get(column, 0) + count
+            rows.append(row)
+        self._curves = [accountant.curve(leaf) for leaf in columns]
+        self._counts = np.zeros((len(rows), len(columns)))
+        for j, row in enumerate(rows):
+            for column, count in row.items():
+                self._counts[j, column] = count
+        self._events = events  # keeps the leaves alive while their ids are keys
 
     def __call__(self, rows: np.ndarray, orders: np.ndarray) -> np.ndarray:
-        """The Rényi curve of prefix ``rows[j]`` at the orders ``orders[j]``."""
-        distinct, where = np.unique(orders, return_inverse=True)
+        """The Rényi curve of prefix ``rows[j]`` at the orders ``orders[j]`` (one evaluation per leaf at each
+        distinct order; rows broadcast from one row of orders, e.g. the grid, are evaluated once)."""
+        shared = orders.ndim == 2 and orders.strides[0] == 0
+        if shared:
+            distinct, where = orders[0], np.arange(orders.shape[1])[None, :]
+        else:
+            distinct, inverse = np.unique(orders, return_inverse=True)
+            where = inverse.reshape(orders.shape)
         out = np.zeros(orders.shape)
         for column, curve in enumerate(self._curves):
-            out += self._counts[rows, column][:, None] * curve(distinct)[where.reshape(orders.shape)]
+            out += self._counts[rows, column][:, None] * curve(distinct)[where]
         return out
 
 
@@ -113,7 +129,16 @@ class CurveQuery:
     :func:`~accountants.tight.tight_epsilons` on the prefixes)."""
 
 
-def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> tuple[CurvePoint, ...]:
+@dataclass(frozen=True)
+class CurveAnswer:
+    """ε after each checkpoint, and the Rényi conversion at each (by step count): the one at the whole run is the
+    answer's own (the same search on the same curve), which the request need not compute again."""
+
+    points: tuple[CurvePoint, ...]
+    rdp: Mapping[int, Conversion]
+
+
+def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
     """ε after each step count: the accountant asked for (``best``: the smaller certified one at each point); the
     tight accountant is run only where it is asked for."""
     events = [query.prefix_at(t) for t in steps]
@@ -146,4 +171,4 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> tuple[CurvePoint, 
             )
         epochs = query.epochs_at(t) if query.epochs_at is not None else None
         points.append(CurvePoint(t, epochs, epsilon, name))
-    return tuple(points)
+    return CurveAnswer(tuple(points), dict(zip(steps, rdp_answers, strict=True)))

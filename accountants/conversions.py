@@ -65,9 +65,11 @@ def epsilon_by_order(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.nd
     """ε at each order by the improved conversion (∞ where α ≤ 1.01 or the curve is ∞), 0 where the TV bound applies."""
     a = np.asarray(orders, dtype=float)
     r = np.asarray(rdp, dtype=float)
+    if a.ndim == 2 and a.strides[0] == 0:
+        a = a[:1]  # one row of orders broadcast to every curve: its terms once
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
-    eps = np.where(a > MIN_CONVERSION_ORDER, eps, np.inf)
+        offset = np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    eps = r + np.where(a > MIN_CONVERSION_ORDER, offset, np.inf)
     eps = np.where(np.isfinite(r), eps, np.inf)
     tv_applies = delta * delta + np.expm1(-np.minimum(r, 745.0)) > 0.0
     return np.where(tv_applies | (r <= 0.0), 0.0, np.maximum(eps, 0.0))
@@ -157,14 +159,17 @@ def refine_order(objective: Callable[[np.ndarray], np.ndarray], lo: float, hi: f
 
 
 def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise several functions of the order, function j on [lo[j], hi[j]], by vectorised zooms of 9 points
-    (all functions' points in one call per round, on a shared lattice where brackets overlap: :func:`_lattice`).
+    """Minimise several functions of the order, function j on [lo[j], hi[j]], by vectorised zooms (all functions'
+    points in one call per round, on a lattice shared where brackets overlap: :func:`_lattice`, :func:`_intervals`).
 
-    After each round, a parabola through the best point and its neighbours predicts the minimum; when the value at
-    its vertex matches the prediction (the function is locally quadratic), or the predicted gain is below 1e-10
+    After each round, the polynomial through the seven (or five) lattice points nearest the best predicts the
+    minimum (:func:`_local_polynomial_model`); when the value at its vertex matches the prediction to 1e-3 of the
+    predicted gain or 1e-10 relative (the function is locally that polynomial), or the gain itself is below 1e-10
     relative, the search stops: in the smooth case after one round and one vertex, within ~1e-10 relative of the true
-    minimum. Where it does not match (a kink, e.g. where a subsampled Gaussian's moments blow up) the zoom
-    continues down to a spacing of 1e-10·α. Each function's search is the same as if it were alone.
+    minimum (tested against scipy's bounded Brent search). Otherwise successive parabolic interpolation continues
+    from the bracket around the best (up to :data:`_PARABOLA_ATTEMPTS` vertices), and where that does not converge
+    either (a kink) the zoom continues down to a spacing of 1e-10·α. Each function's search is the same as if it
+    were alone.
 
     Returns (values, orders); each value is its objective at that order."""
     lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
@@ -192,14 +197,19 @@ def refine_orders(objective: RowsObjective, lo: np.ndarray, hi: np.ndarray) -> t
     return best_value, best_order
 
 
-_FIRST_SPACING = 1.0 / 16.0
-"""The first round's spacing is at most this (the subsampled Gaussian's curve bends sharply within an order)."""
+_FIRST_SPACING = 1.0 / 32.0
+"""The first round's spacing is at most this (the subsampled Gaussian's curve bends sharply within an order), with
+at most 64 intervals."""
+_NARROW_BRACKET = 0.25
+"""Brackets at most this wide (two steps of the default grid's 0.1 below order 11) are split in 4: the quartic
+through their five points predicts the minimum to ~1e-12 there."""
 
 
 def _intervals(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Intervals of the first round: 8, or more (up to 32) where that leaves a spacing above :data:`_FIRST_SPACING`."""
-    wanted = np.ceil((hi - lo) / _FIRST_SPACING)
-    return np.asarray(np.clip(wanted, _ZOOM_POINTS - 1, 4 * (_ZOOM_POINTS - 1)), dtype=int)
+    """Intervals of the first round: 4 across a narrow bracket (:data:`_NARROW_BRACKET`), else 8, or more (up to
+    64) where 8 leave a spacing above :data:`_FIRST_SPACING`."""
+    wanted = np.clip(np.ceil((hi - lo) / _FIRST_SPACING), _ZOOM_POINTS - 1, 8 * (_ZOOM_POINTS - 1))
+    return np.asarray(np.where(hi - lo <= _NARROW_BRACKET, 4, wanted), dtype=int)
 
 
 def _lattice(lo: np.ndarray, hi: np.ndarray, intervals: np.ndarray) -> np.ndarray:
@@ -207,7 +217,9 @@ def _lattice(lo: np.ndarray, hi: np.ndarray, intervals: np.ndarray) -> np.ndarra
     width); points within rounding of a multiple of the spacing are put exactly on it, so that overlapping brackets
     of one spacing (neighbouring checkpoints' orders between the same grid orders) share their points bit for bit,
     and a curve evaluated at the distinct orders is evaluated once at each."""
-    spacing = ((hi - lo) / intervals)[:, None]
+    # the spacing to 10 significant digits: brackets of one width anywhere (grid orders 0.1 apart) get the same
+    # float, so their multiples of it are the same floats
+    spacing = np.asarray([float(f"{s:.10g}") for s in ((hi - lo) / intervals).tolist()])[:, None]
     steps = np.minimum(np.arange(int(intervals.max()) + 1)[None, :], intervals[:, None])
     points = np.where(steps == intervals[:, None], hi[:, None], lo[:, None] + steps * spacing)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -237,8 +249,12 @@ def _parabola_step(
     kk = k[interior]
     x = np.stack([points[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
     y = np.stack([values[interior, kk + shift] for shift in (-1, 0, 1)], axis=1)
-    for _ in range(_PARABOLA_ATTEMPTS):
+    model = _local_polynomial_model(points[interior], values[interior], kk, last[interior])
+    for attempt in range(_PARABOLA_ATTEMPTS):
         vertex, predicted, usable = _vertex(x, y)
+        if attempt == 0:  # first the polynomial through seven or five points where there are (else the parabola)
+            vertex, predicted = np.where(model[2], model[0], vertex), np.where(model[2], model[1], predicted)
+            usable = usable | model[2]
         rows, vertex, predicted, x, y = interior[usable], vertex[usable], predicted[usable], x[usable], y[usable]
         if not rows.size:
             return done
@@ -262,6 +278,75 @@ def _parabola_step(
 
 _PARABOLA_ATTEMPTS = 6
 """Most parabola vertices per zoom round (each one evaluation per row still searching)."""
+
+
+def _local_polynomial_model(
+    points: np.ndarray, values: np.ndarray, k: np.ndarray, last: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each row, the minimiser within [x_{k−1}, x_{k+1}] of the polynomial through the seven (else five) points
+    nearest its best point k (a zoom round's lattice: equally spaced), its predicted value, and where it is usable:
+    enough real points, y_k the least of them, the polynomial convex at its minimiser and predicting no more than
+    y_k. Its prediction errs by O(h⁷) (O(h⁵)) against a parabola's O(h³), so in the smooth case one vertex suffices
+    (:func:`_parabola_step` checks it as it checks a parabola's)."""
+    vertex, predicted = points[np.arange(k.size), k].copy(), np.full(k.size, np.inf)
+    usable = np.zeros(k.size, dtype=bool)
+    for size in (7, 5):
+        rows = np.flatnonzero(~usable & (last >= size - 1))
+        if rows.size:
+            vertex[rows], predicted[rows], usable[rows] = _polynomial_vertex(
+                points[rows], values[rows], k[rows], last[rows], size
+            )
+    return vertex, predicted, usable
+
+
+@functools.lru_cache(maxsize=4)
+def _interpolation(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes −m … m (size = 2m + 1) and the inverse of their Vandermonde matrix (values → coefficients)."""
+    nodes = np.arange(size, dtype=float) - size // 2
+    return nodes, np.linalg.inv(nodes[:, None] ** np.arange(float(size)))
+
+
+_SUBGRID = np.linspace(0.0, 2.0, 33)
+"""Where the local polynomial is first evaluated across a bracket [x_{k−1}, x_{k+1}], in lattice spacings."""
+
+
+def _polynomial_vertex(
+    points: np.ndarray, values: np.ndarray, k: np.ndarray, last: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_local_polynomial_model` with ``size`` points (every row has at least that many): the polynomial's
+    least value on 33 points across the bracket, then the vertex of the parabola through it and its neighbours
+    (1/16 of a lattice spacing apart: the polynomial is a parabola there to rounding)."""
+    nodes, inverse = _interpolation(size)
+    half = size // 2
+    rows = np.arange(k.size)
+    centre = np.clip(k, half, last - half)
+    at = centre[:, None] + nodes.astype(int)[None, :]
+    x, y = np.take_along_axis(points, at, axis=1), np.take_along_axis(values, at, axis=1)
+    h = x[:, half + 1] - x[:, half]
+    best = values[rows, k]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        spaced = np.all(np.abs((x - x[:, half : half + 1]) / h[:, None] - nodes) <= 1e-6, axis=1)
+        usable = spaced & np.all(np.isfinite(y), axis=1) & (best <= y.min(axis=1))
+        coefficients = ((y - y[:, half : half + 1]) @ inverse.T).T  # p(t) = Σ c_m t^m, t = (x − x_c)/h
+        t = (k - 1 - centre)[:, None] + _SUBGRID[None, :]
+        on_grid = _horner(coefficients[:, :, None], t)
+        j = np.clip(np.argmin(on_grid, axis=1), 1, _SUBGRID.size - 2)
+        left, middle, right = on_grid[rows, j - 1], on_grid[rows, j], on_grid[rows, j + 1]
+        curvature = left - 2.0 * middle + right
+        step = np.clip(0.5 * (left - right) / curvature, -1.0, 1.0) * (_SUBGRID[1] - _SUBGRID[0])
+        vertex = t[rows, j] + step
+        predicted = y[:, half] + _horner(coefficients, vertex)
+    usable &= (curvature > 0.0) & np.isfinite(vertex) & np.isfinite(predicted) & (predicted <= best)
+    return np.where(usable, x[:, half] + vertex * h, points[rows, k]), predicted, usable
+
+
+def _horner(coefficients: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Σ_m coefficients[m]·t^m, row by row (coefficients: one row per power, lowest first)."""
+    out = np.asarray(coefficients[-1] * np.ones_like(t))
+    for row in coefficients[-2::-1]:
+        out *= t
+        out += row
+    return out
 
 
 def _bracket(x: np.ndarray, y: np.ndarray, vertex: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -353,11 +438,12 @@ def _optimise_rows(
         best_value[zoom[better]], best_order[zoom[better]] = refined[better], at[better]
 
     lowest = MIN_CONVERSION_ORDER if refine else float(grid[0])
+    finite = np.asarray(np.isfinite(values).any(axis=1)).tolist()
     return [
-        Conversion(float(v), float(a), grid, rdp[j], _edge_warnings(float(v), float(a), floor, lowest, float(h)))
-        if np.isfinite(values[j]).any()
+        Conversion(v, a, grid, rdp[j], _edge_warnings(v, a, floor, lowest, h))
+        if finite[j]
         else Conversion(math.inf, float(grid[0]), grid, rdp[j], ("no finite bound at any order",))
-        for j, (v, a, h) in enumerate(zip(best_value, best_order, highest, strict=True))
+        for j, (v, a, h) in enumerate(zip(best_value.tolist(), best_order.tolist(), highest.tolist(), strict=True))
     ]
 
 

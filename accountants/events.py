@@ -215,6 +215,8 @@ def prefix(event: DpEvent, releases: int) -> DpEvent | None:
     if releases <= 0:
         return None
     if isinstance(event, SelfComposedEvent):
+        if not isinstance(event.event, SelfComposedEvent | ComposedEvent):  # runs of one release (DP-SGD's steps)
+            return event.event if releases == 1 else SelfComposedEvent(event.event, min(releases, event.count))
         size = release_count(event.event)
         whole, rest = divmod(min(releases, size * event.count), size)
         parts: list[DpEvent] = []

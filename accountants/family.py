@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import numpy as np
 
 from . import validation as check
-from .conversions import DEFAULT_ORDERS, order_grid
+from .checkpoints import CurveAnswer
+from .conversions import DEFAULT_ORDERS, Conversion, order_grid
 from .errors import ParameterError, UnsupportedAccountantError
 from .knobs import KNOBS, calibrate_integer
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
-from .reports import CalibrationReport, CurvePoint, PrivacyReport, UtilityReport, calibration_of
+from .reports import CalibrationReport, PrivacyReport, UtilityReport, calibration_of
 from .statement import privacy_statement
 from .verification import simulator_for
 
@@ -143,6 +144,9 @@ class PrivacyQuery(Generic[P]):
     """The requested Rényi orders (sorted, unique), or None for the family's default grid."""
     refine: bool = True
     """Also optimise the order continuously near the best grid order."""
+    known_rdp: Mapping[int, Conversion] = field(default_factory=dict)
+    """Rényi conversions this request already made, by step count (ε over training makes one at each checkpoint,
+    the whole run's among them): a family uses the one at its own step count instead of converting again."""
 
     @property
     def grid(self) -> np.ndarray:
@@ -279,9 +283,17 @@ class AlgorithmFamily(ABC, Generic[P]):
         p = self.parse(params)
         self.check_accountant(accountant)
         query = PrivacyQuery(p, check.delta("delta", delta), accountant, order_grid(orders, default=None), refine)
-        report = self._privacy(query)
+        curve: CurveAnswer | None = None
         if checkpoints is not None:
-            report = dataclasses.replace(report, curve=self._curve(query, checkpoints))
+            try:
+                curve = self._curve(query, checkpoints)
+            except ParameterError:
+                self._privacy(query)  # the whole run's own error first, where it has one
+                raise
+            query = dataclasses.replace(query, known_rdp=curve.rdp)
+        report = self._privacy(query)
+        if curve is not None:
+            report = dataclasses.replace(report, curve=curve.points)
         report = _with_warnings(report, (), self._delta_warnings(report.delta, p))
         return self._stated(report, statement)
 
@@ -361,7 +373,7 @@ class AlgorithmFamily(ABC, Generic[P]):
         """Whether ``privacy(..., checkpoints=...)`` is offered (the family implements :meth:`_curve`)."""
         return type(self)._curve is not AlgorithmFamily._curve
 
-    def _curve(self, query: PrivacyQuery[P], checkpoints: object) -> tuple[CurvePoint, ...]:
+    def _curve(self, query: PrivacyQuery[P], checkpoints: object) -> CurveAnswer:
         """ε after each checkpoint (ε over training), where the family offers it."""
         raise ParameterError.single(
             "checkpoints", f"ε over training is not offered for {self.id} (it is for dp-sgd and /v1/compose)", None

@@ -30,7 +30,6 @@ from scipy import special
 from .. import validation as check
 from .._numerics import integer_order_layout, log_expm1, segment_logsumexp
 
-_FRACTIONAL_BLOCK = 48
 _EULER_DIFFERENCES = 16
 _ROUNDING = 2e-15
 
@@ -59,12 +58,29 @@ def poisson_subsampled_gaussian_rdp(sampling_rate: float, noise_multiplier: floa
     return rdp_kernel(*check.sampled_gaussian(sampling_rate, noise_multiplier, orders))
 
 
+_REMEMBERED_ORDERS = 32
+"""Curves on at least this many orders (an order grid) are remembered for the last few (q, z): a request that
+converts the same release's curve twice (its answer, then ε over training; a calibration's last check) evaluates it
+once."""
+
+
 def rdp_kernel(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     """:func:`poisson_subsampled_gaussian_rdp` without input checks (for accountants, whose events are validated).
 
     Never above the plain Gaussian's α/(2z²), which also bounds the subsampled release (Rényi divergence is jointly
     quasi-convex: the mixture (1 − q)Q + qP is no farther from Q than P is): the series' rounding allowance, divided
     by α − 1, could otherwise lift a q within rounding of 1 above it."""
+    if alphas.size >= _REMEMBERED_ORDERS:
+        return _remembered(q, z, np.ascontiguousarray(alphas, dtype=float).tobytes()).copy()
+    return _kernel(q, z, alphas)
+
+
+@lru_cache(maxsize=8)
+def _remembered(q: float, z: float, orders: bytes) -> np.ndarray:
+    return _kernel(q, z, np.frombuffer(orders, dtype=float).copy())
+
+
+def _kernel(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     gaussian = alphas / (2.0 * z * z)
     if q == 1.0:
         return gaussian
@@ -98,46 +114,92 @@ def _distinct_k(orders: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
+    """Each order with its own number of terms (a multiple of 8 at least 7 past the order, so an order's value
+    does not depend on the others evaluated with it), four times as many where the bracket is not yet narrow."""
     out = np.empty_like(alphas)
-    pending = np.arange(alphas.size)
-    n_terms = max(_FRACTIONAL_BLOCK, int(alphas.max()) + _EULER_DIFFERENCES + 8)
-    while pending.size:
-        log_a, converged = _log_a_fractional(q, z, tuple(alphas[pending]), n_terms)
-        done = converged | (n_terms >= _FRACTIONAL_MAX_TERMS)
-        out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
-        pending = pending[~done]
-        n_terms *= 4
+    # the Euler transform starts ≥ 7 terms past the order: enough for a 1e-10 bracket on every (q, z, α) tried
+    # (α < 32, q from 1e-3 to 0.5, z from 0.5 to 3)
+    first = 8 * np.ceil((np.floor(alphas) + _EULER_DIFFERENCES + 8) / 8).astype(int)
+    for n_terms in np.unique(first).tolist():
+        pending = np.flatnonzero(first == n_terms)
+        while pending.size:
+            log_a, converged = _log_a_fractional(q, z, tuple(alphas[pending]), n_terms)
+            done = converged | (n_terms >= _FRACTIONAL_MAX_TERMS)
+            out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
+            pending = pending[~done]
+            n_terms *= 4
     return np.asarray(np.maximum(out, 0.0))
 
 
 _CACHED_LAYOUT_ORDERS = 256
 """Layouts of at most this many orders (an order grid, a zoom round) are cached; larger ones (many checkpoints'
-zooms at once, ~3 kB per order) are not kept."""
+zooms at once, ~1 kB per order) are not kept."""
 
 
-def _fractional_layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
+def _fractional_layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_layout`, cached for inputs of at most :data:`_CACHED_LAYOUT_ORDERS` orders."""
     if len(orders) <= _CACHED_LAYOUT_ORDERS:
         return _cached_layout(orders, n_terms)
     return _layout(orders, n_terms)
 
 
-def _layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
-    """σ-independent parts of the fractional series: i and i² − i, log|C(α, i)| and its sign, the distinct values
-    of j = α − i with j² − j, where each (α, i) finds its j, and the orders as an array."""
-    i = np.arange(n_terms, dtype=float)
+def _layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """σ-independent parts of the fractional series: log|C(α, i)| and its sign for i < ``n_terms``, and the orders
+    as an array. C(α, i) = Π_{m<i} (α − m) / i!, so log|C(α, i)| is a running sum of log|α − m| (one logarithm per
+    term; rounding ≤ i + 2 ulps of the terms' logarithms, as small as log-gamma's where the terms that matter lie)
+    and the sign is the parity of the negative factors."""
     alphas = np.array(orders)
-    j = alphas[:, None] - i[None, :]
-    log_binom = special.gammaln(alphas + 1)[:, None] - special.gammaln(i + 1)[None, :] - special.gammaln(j + 1)
-    sign = special.gammasgn(j + 1)
-    if np.unique(np.mod(alphas, 1.0)).size == alphas.size:  # j = α − i repeats only across orders an integer apart
-        j_values, j_index = j.ravel(), np.arange(j.size)
-    else:
-        j_values, j_index = np.unique(j, return_inverse=True)
-    return i, i * i - i, log_binom, sign, j_values, j_values**2 - j_values, j_index.reshape(j.shape), alphas
+    factors = alphas[:, None] - np.arange(n_terms - 1, dtype=float)[None, :]
+    log_binom = np.zeros((alphas.size, n_terms))
+    np.cumsum(np.log(np.abs(factors)), axis=1, out=log_binom[:, 1:])
+    log_binom -= _log_factorials(n_terms)
+    negatives = np.zeros((alphas.size, n_terms), dtype=np.int64)
+    np.cumsum(factors < 0.0, axis=1, out=negatives[:, 1:])
+    sign = 1.0 - 2.0 * (negatives & 1)
+    return log_binom, sign, alphas
+
+
+@lru_cache(maxsize=16)
+def _log_factorials(n_terms: int) -> np.ndarray:
+    return np.asarray(special.gammaln(np.arange(n_terms, dtype=float) + 1.0))
+
+
+@lru_cache(maxsize=64)
+def _near_side(q: float, z: float, n_terms: int) -> np.ndarray:
+    """The left side's factor of term i, i·log(q/(1 − q)) + (i² − i)/(2z²) + log Φ((z₀ − i)/z): the same for every
+    order."""
+    i = np.arange(n_terms, dtype=float)
+    z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
+    log_odds = math.log(q) - math.log1p(-q)
+    return np.asarray(i * log_odds + (i * i - i) * (0.5 / (z * z)) + special.log_ndtr((z0 - i) / z))
 
 
 _cached_layout = lru_cache(maxsize=256)(_layout)
+
+
+def _far_side(q: float, z: float, alphas: np.ndarray, n_terms: int) -> np.ndarray:
+    """The right side's factor of term i of each order: f(j) = j·log(q/(1 − q)) + (j² − j)/(2z²) + log Φ((j − z₀)/z)
+    at j = α − i. It depends on α − i alone, so orders with the same fractional part (a lattice of orders) share it:
+    f is tabulated once per fractional part φ at φ + n for the integers n needed, and read off. φ + (m − i) is the
+    same float as α − i (α = m + φ: both round the same real number, and α − m is exact), so the values are those
+    computed order by order."""
+
+    def f(j: np.ndarray) -> np.ndarray:
+        z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
+        return np.asarray(
+            j * (math.log(q) - math.log1p(-q)) + (j * j - j) * (0.5 / (z * z)) + special.log_ndtr((j - z0) / z)
+        )
+
+    terms = np.arange(n_terms, dtype=float)
+    whole = np.floor(alphas)
+    fraction = alphas - whole
+    distinct, group = np.unique(fraction, return_inverse=True)
+    low, high = int(whole.min()) - n_terms + 1, int(whole.max())
+    if distinct.size * (high - low + 1) >= 0.7 * alphas.size * n_terms:  # little to share: order by order
+        return f(alphas[:, None] - terms[None, :])
+    table = f(distinct[:, None] + np.arange(low, high + 1, dtype=float)[None, :])
+    columns = (whole[:, None] - terms[None, :]).astype(np.intp) - low
+    return np.asarray(table[group[:, None], columns])
 
 
 def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,14 +211,9 @@ def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: in
     Σ_k (−1)^k a_k = Σ_j c_j / 2^{j+1} has c_j = (−1)^j Δ^j a_0 ≥ 0 decreasing in j, and the tail lies in
     [E_m, E_m + c_m / 2^m] with E_m = Σ_{j<m} c_j / 2^{j+1}; rounding in the differences is added to the width.
     """
-    i, i_pairs, log_binom, sign, j, j_pairs, j_index, alphas = _fractional_layout(orders, n_terms)
-    inverse_two_var = 0.5 / (z * z)
-    z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
-    log_odds = math.log(q) - math.log1p(-q)
+    log_binom, sign, alphas = _fractional_layout(orders, n_terms)
     # terms / (1−q)^α: side x < z0, C(α,i) (q/(1−q))^i e^{(i²−i)/(2z²)} Φ((z0 − i)/z); side x > z0, i ↔ j = α − i
-    near = i * log_odds + i_pairs * inverse_two_var + special.log_ndtr((z0 - i) / z)
-    far = j * log_odds + j_pairs * inverse_two_var + special.log_ndtr((j - z0) / z)
-    log_term = log_binom + np.logaddexp(near, far[j_index])
+    log_term = log_binom + np.logaddexp(_near_side(q, z, n_terms)[None, :], _far_side(q, z, alphas, n_terms))
     peak = log_term.max(axis=1)
     magnitude = np.exp(log_term - peak[:, None])
     start = n_terms - _EULER_DIFFERENCES - 1

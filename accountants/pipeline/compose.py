@@ -108,7 +108,7 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
         accounted_delta = plan.accounted_delta(c.delta)
         query = CurveQuery(lambda t: _prefix(tree, t), c.neighbouring, accounted_delta, c.accountant, c.grid, c.refine)
         steps = checkpoint_steps(c.checkpoints, tree.releases)
-        report = replace(report, curve=epsilon_curve(query, steps))
+        report = replace(report, curve=epsilon_curve(query, steps).points)
     if c.statement:
         report = replace(report, statement=privacy_statement(report, "this composition of mechanisms"))
     return report

@@ -106,3 +106,57 @@ def test_user_grid_is_respected():
     result = epsilon_from_rdp(gaussian_curve(0.5), 1e-5, orders=[8, 2, 4], refine=False)
     assert result.optimal_order == 4  # ε(4) = 5.087 < ε(8) = 5.213 (the real optimum, 5.43, is not offered)
     assert list(result.orders) == [2, 4, 8]
+
+
+def _subsampled_gaussian(q: float, z: float, steps: int):
+    from accountants.mechanisms.poisson_gaussian import poisson_subsampled_gaussian_rdp
+
+    return lambda a: steps * poisson_subsampled_gaussian_rdp(q, z, np.atleast_1d(np.asarray(a, dtype=float)))
+
+
+# (q, z, steps): MNIST's DP-SGD along its training (optimal orders from the smooth region of the grid, 0.1 apart,
+# to the knee of the subsampled Gaussian's curve near α ≈ 12, 1 apart), and other regimes
+REFINEMENT_CASES = [
+    (256 / 60000, 1.1, 141),
+    (256 / 60000, 1.1, 1410),
+    (256 / 60000, 1.1, 14063),
+    (0.01, 0.8, 300),
+    (0.1, 1.0, 50),
+    (0.001, 3.0, 10000),
+    (0.02, 0.5, 5),
+]
+
+
+@pytest.mark.parametrize(("q", "z", "steps"), REFINEMENT_CASES)
+def test_refined_epsilon_is_the_continuous_minimum(q, z, steps):
+    """The refinement's ε is within 1e-9 relative of the minimum over real orders found independently (scipy's
+    bounded Brent search, to 1e-12 in α, around the order found), and its order is where that minimum is."""
+    from scipy import optimize
+
+    curve = _subsampled_gaussian(q, z, steps)
+    found = epsilon_from_rdp(curve, 1e-5)
+
+    def objective(alpha: float) -> float:
+        return float(epsilon_by_order(np.array([alpha]), curve(alpha), 1e-5)[0])
+
+    lo, hi = max(1.02, found.optimal_order - 0.5), found.optimal_order + 0.5
+    reference = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+    assert lo + 1e-6 < reference.x < hi - 1e-6  # an interior minimum: the search found the basin
+    assert found.value <= reference.fun * (1 + 1e-9)
+    assert found.value >= reference.fun * (1 - 1e-9)
+    assert found.value == pytest.approx(objective(found.optimal_order), rel=1e-15)  # the value is at its order
+
+
+def test_rows_are_converted_as_each_alone():
+    """Several curves converted together (ε over training) get each exactly the answer it gets alone."""
+    from accountants.conversions import epsilon_from_rdp_rows
+
+    q, z = 256 / 60000, 1.1
+    steps = np.array([1, 141, 282, 1000, 1410, 2820, 7000, 14063])
+    per_step = _subsampled_gaussian(q, z, 1)
+    together = epsilon_from_rdp_rows(
+        lambda rows, a: steps[rows][:, None] * per_step(a.ravel()).reshape(a.shape), steps.size, 1e-5
+    )
+    for t, row in zip(steps, together, strict=True):
+        alone = epsilon_from_rdp(lambda a, t=t: t * per_step(a), 1e-5)
+        assert (row.value, row.optimal_order) == (alone.value, alone.optimal_order)

@@ -103,3 +103,19 @@ def test_random_fractional_orders_against_quadrature():
 def test_full_batch_is_the_gaussian():
     alphas = np.array([1.5, 2, 7.3, 64])
     np.testing.assert_allclose(poisson_subsampled_gaussian_rdp(1.0, 2.0, alphas), alphas / 8.0)
+
+
+@pytest.mark.parametrize(("q", "z"), [(256 / 60000, 1.1), (0.01, 0.8), (0.3, 2.0)])
+def test_an_order_gets_the_same_value_whatever_is_evaluated_with_it(q, z):
+    """Orders on a lattice share the series' right-hand factors (tabulated per fractional part) and each order has
+    its own number of terms: a value is the same float alone as in a batch (ε over training converts checkpoints
+    together and must give each the answer it gets alone)."""
+    rng = np.random.default_rng(7)
+    for batch in (
+        np.round(rng.uniform(1.02, 30.0, 300) * 32) / 32,  # a lattice of 1/32 (shared fractional parts)
+        np.round(rng.uniform(1.1, 20.0, 300) * 20) / 20,  # of 0.05 (fractional parts not exact binary fractions)
+        rng.uniform(1.01, 40.0, 50),  # nothing shared
+    ):
+        together = poisson_subsampled_gaussian_rdp(q, z, batch)
+        alone = np.array([poisson_subsampled_gaussian_rdp(q, z, [a])[0] for a in batch[:40]])
+        np.testing.assert_array_equal(together[:40], alone)

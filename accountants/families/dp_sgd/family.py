@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ...calibration import calibrate_rdp
-from ...checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
+from ...checkpoints import CurveAnswer, CurveQuery, checkpoint_steps, epsilon_curve
+from ...events import DpEvent, prefix
 from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
 from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...params import ParamsModel
@@ -21,7 +22,6 @@ from ...reports import (
     AccountantResult,
     Accounted,
     CalibrationReport,
-    CurvePoint,
     PrivacyReport,
     UtilityReport,
     choose_accountant,
@@ -74,7 +74,9 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         steps, rule = steps_and_rule(p)
         warnings: list[str] = []
 
-        conversion = _rdp_accountant(p).epsilon(_event(p, z, steps), d, query.orders, query.refine)
+        conversion = query.known_rdp.get(steps) or _rdp_accountant(p).epsilon(
+            _event(p, z, steps), d, query.orders, query.refine
+        )
         _require_finite(conversion.value, "noise_multiplier")
         warnings += conversion.warnings
         tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
@@ -89,7 +91,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
             self.id, _noise(p, z), _conventions(p, steps, rule), warnings=tuple(warnings + _notes(p))
         )
 
-    def _curve(self, query: PrivacyQuery[DpSgdParams], checkpoints: object) -> tuple[CurvePoint, ...]:
+    def _curve(self, query: PrivacyQuery[DpSgdParams], checkpoints: object) -> CurveAnswer:
         """ε after each checkpoint: the run stopped after t steps is T = t (the same leaves; tight at each t)."""
         p, d = query.params, query.delta
         z = _noise_multiplier(p)
@@ -101,8 +103,16 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
             ends = [rounding(e * per_epoch) for e in range(1, math.ceil(steps / per_epoch) + 1)]
             return [t for t in ends if 1 <= t < steps] + [steps]
 
+        whole = _event(p, z, steps)
+
+        def prefix_at(t: int) -> DpEvent:
+            # without amplification the release is per epoch begun, not per step: not a prefix of the step tree
+            event = _event(p, z, t) if p.sampling in WITHOUT_AMPLIFICATION else prefix(whole, t)
+            assert event is not None  # checkpoints are >= 1
+            return event
+
         curve = CurveQuery(
-            lambda t: _event(p, z, t),
+            prefix_at,
             p.neighbouring,
             d,
             query.accountant,
