@@ -508,14 +508,14 @@ class _Passes:
         budget = FFT_SHARE * math.exp(log_delta)
         candidates: list[tuple[float, float, Window]] = []  # (predicted FFT term, θ, window)
         narrowest = math.inf
-        for fraction in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0):
-            theta = saddle * fraction
+        thetas = saddle * np.array([1.0, 0.5, 0.25, 0.125, 0.0625, 0.0])
+        for theta, spread in zip(thetas.tolist(), log_mgf.spreads(thetas).tolist(), strict=True):
             try:
                 window = plan_window(log_mgf, theta, built, low, log_delta, max_points)
             except WindowTooWide as wide:
                 narrowest = min(narrowest, wide.size)
                 continue
-            candidates.append((self._fft_error(theta, window.size, guess, built[0][1].grid), theta, window))
+            candidates.append((self._fft_error(theta, spread, window.size, guess, built[0][1].grid), theta, window))
         if not candidates:
             raise WindowTooWide(int(narrowest))
         for gain, extended in ((1.0, False), (EXTENDED_GAIN, True)):
@@ -526,12 +526,12 @@ class _Passes:
         _, theta, window = min(candidates, key=lambda c: c[0])  # none fits: the least rounding, extended
         return theta, replace(window, extended=True)
 
-    def _fft_error(self, theta: float, size: int, epsilon: float, grid: float) -> float:
+    def _fft_error(self, theta: float, deviation: float, size: int, epsilon: float, grid: float) -> float:
         """The FFT term of δ(ε) predicted for tilt θ: 2·(Σ c_i)·η·‖Φ‖₁·e^{K(θ)−θε}, with ‖Φ‖₁ ≈ n/(s√2π) + 1 for a
-        composed tilted law of s knots' standard deviation (s² = K″(θ)/Δ²)."""
+        composed tilted law of s knots' standard deviation (s = ``deviation``/Δ, ``deviation`` = √K″(θ))."""
         log_mgf = self.log_mgf
         assert log_mgf is not None
-        spread = log_mgf.spread(theta) / grid
+        spread = deviation / grid
         norm = size / (spread * math.sqrt(2.0 * math.pi) + 1.0) + 1.0
         log_chernoff = log_mgf.at(theta) - theta * epsilon
         return 2.0 * self.steps * fft_rtol(size) * norm * math.exp(min(log_chernoff, 700.0))

@@ -71,11 +71,14 @@ class LogMgf:
 
     def spread(self, theta: float) -> float:
         """The standard deviation of the θ-tilted composition, √K″(θ), by a central difference."""
-        h = max(float(self.thetas[self.thetas > 0][0]), 1e-3 * theta)
-        k = self(np.array([theta - h, theta, theta + h]))
-        if not np.all(np.isfinite(k)):
-            return math.inf
-        return math.sqrt(max(float(k[0] - 2.0 * k[1] + k[2]) / (h * h), 0.0))
+        return float(self.spreads(np.array([theta]))[0])
+
+    def spreads(self, thetas: np.ndarray) -> np.ndarray:
+        """:meth:`spread` at each θ (one evaluation of K for all); ∞ where K is not finite nearby."""
+        h = np.maximum(float(self.thetas[self.thetas > 0][0]), 1e-3 * thetas)
+        k = self(np.column_stack((thetas - h, thetas, thetas + h)).ravel()).reshape(-1, 3)
+        second = np.maximum((k[:, 0] - 2.0 * k[:, 1] + k[:, 2]) / (h * h), 0.0)
+        return np.where(np.all(np.isfinite(k), axis=1), np.sqrt(np.where(np.isfinite(second), second, 0.0)), np.inf)
 
     def saddle_tilt(self, epsilon: float) -> float:
         """The θ ≥ 0 minimising K(θ) − θε, refined between the table's neighbours of the best."""
@@ -86,10 +89,11 @@ class LogMgf:
         fine = np.linspace(thetas[max(best - 1, 0)], thetas[min(best + 1, thetas.size - 1)], 33)
         return float(fine[int(np.argmin(self(fine) - fine * epsilon))])
 
-    def log_mass_below(self, bottom: float) -> float:
-        """log bound on P(S < bottom): min_{θ′≤0} K(θ′) − θ′·bottom."""
+    def log_mass_below(self, bottoms: np.ndarray) -> np.ndarray:
+        """log bound on P(S < bottom) at each bottom: min_{θ′≤0} K(θ′) − θ′·bottom (at most 0)."""
         usable = self.thetas <= 0
-        return min(0.0, float(np.min(self.values[usable] - self.thetas[usable] * bottom)))
+        values, thetas = self.values[usable], self.thetas[usable]
+        return np.asarray(np.minimum(0.0, np.min(values[None, :] - thetas[None, :] * bottoms[:, None], axis=1)))
 
 
 def plan_window(
@@ -106,18 +110,18 @@ def plan_window(
     support_lo = sum(count * leaf.offset for count, leaf in built)
     support_hi = sum(count * (leaf.offset + leaf.size - 1) for count, leaf in built)
     widest = max(leaf.size for _, leaf in built)
-    k_theta = log_mgf.at(theta)
     log_budget = math.log(CONTAMINATION) + log_delta
     start = min(max(low, support_lo * grid), support_hi * grid)
     quantile = _lower_quantile(log_mgf, start, support_lo * grid, log_budget)
+    bottoms = np.maximum(np.floor(np.unique(np.linspace(start, quantile, 6)) / grid), support_lo)
+    excesses = log_mgf.log_mass_below(bottoms * grid) - log_budget
+    tops, tail_tilt = _tops(log_mgf, theta, bottoms * grid, log_budget)
     best: tuple[int, int, float] | None = None
-    for bottom in np.unique(np.linspace(start, quantile, 6)):
-        b_index = max(math.floor(bottom / grid), support_lo)
-        excess = log_mgf.log_mass_below(b_index * grid) - log_budget
+    for b, excess, top in zip(bottoms.tolist(), excesses.tolist(), tops.tolist(), strict=True):
+        b_index = int(b)
         if excess > 0.0 and theta <= 0.0:
             continue
         span_low = excess / theta if excess > 0.0 else 0.0
-        top, tail_tilt = _top(log_mgf, theta, k_theta, b_index * grid, log_budget)
         span = max(top - b_index * grid, span_low) / grid + 2
         size = max(min(math.ceil(min(span, 1e18)), support_hi - b_index + 1), widest)
         if best is None or size < best[1]:
@@ -137,16 +141,17 @@ def _lower_quantile(log_mgf: LogMgf, start: float, floor: float, log_budget: flo
     return min(start, max(reach, floor))
 
 
-def _top(log_mgf: LogMgf, theta: float, k_theta: float, bottom: float, log_budget: float) -> tuple[float, float]:
-    """Smallest top at which both the wrapped tilted tail, e^{K(θ)−θ·bottom}·P_θ(S ≥ top), and the lost mass
-    P(S ≥ top) have Chernoff bounds within the budget (each solved for top in closed form, per tilt θ′); with the
-    tilt θ′ that bounds the lost mass (the composition evaluates its bound there)."""
+def _tops(log_mgf: LogMgf, theta: float, bottoms: np.ndarray, log_budget: float) -> tuple[np.ndarray, float]:
+    """For each bottom, the smallest top at which both the wrapped tilted tail, e^{K(θ)−θ·bottom}·P_θ(S ≥ top), and
+    the lost mass P(S ≥ top) have Chernoff bounds within the budget (each solved for top in closed form, per tilt
+    θ′); with the tilt θ′ that bounds the lost mass (the composition evaluates its bound there)."""
     thetas, values = log_mgf.thetas, log_mgf.values
     above = thetas > theta
     positive = thetas > 0
     if not above.any() or not positive.any():
-        return math.inf, 1.0
-    wrapped = float(np.min((values[above] - theta * bottom - log_budget) / (thetas[above] - theta)))
+        return np.full(bottoms.size, math.inf), 1.0
+    shifted = values[above][None, :] - theta * bottoms[:, None] - log_budget
+    wrapped = np.min(shifted / (thetas[above] - theta)[None, :], axis=1)
     needs = (values[positive] - log_budget) / thetas[positive]
     best = int(np.argmin(needs))
-    return max(wrapped, float(needs[best]), bottom), float(thetas[positive][best])
+    return np.maximum(np.maximum(wrapped, float(needs[best])), bottoms), float(thetas[positive][best])
