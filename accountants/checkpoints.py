@@ -131,11 +131,14 @@ class CurveQuery:
 
 @dataclass(frozen=True)
 class CurveAnswer:
-    """ε after each checkpoint, and the Rényi conversion at each (by step count): the one at the whole run is the
-    answer's own (the same search on the same curve), which the request need not compute again."""
+    """ε after each checkpoint, and the Rényi conversion (and tight answer, where asked) at each, by step count: the
+    ones at the whole run are the answer's own, which the request need not compute again."""
 
     points: tuple[CurvePoint, ...]
     rdp: Mapping[int, Conversion]
+    tight: Mapping[int, AccountantResult]
+    """The tight accountant's answer at each checkpoint where it was asked for (the last one as a query on its own
+    would get it: :func:`~accountants.tight.tight_epsilons`)."""
 
 
 def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
@@ -171,4 +174,5 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
             )
         epochs = query.epochs_at(t) if query.epochs_at is not None else None
         points.append(CurvePoint(t, epochs, epsilon, name))
-    return CurveAnswer(tuple(points), dict(zip(steps, rdp_answers, strict=True)))
+    asked = {t: result for t, result in zip(steps, tight_answers, strict=True) if result is not None}
+    return CurveAnswer(tuple(points), dict(zip(steps, rdp_answers, strict=True)), asked)

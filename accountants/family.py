@@ -30,7 +30,7 @@ from .errors import ParameterError, UnsupportedAccountantError
 from .knobs import KNOBS, calibrate_integer
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
-from .reports import CalibrationReport, PrivacyReport, UtilityReport, calibration_of
+from .reports import AccountantResult, CalibrationReport, PrivacyReport, UtilityReport, calibration_of
 from .statement import privacy_statement
 from .verification import simulator_for
 
@@ -147,6 +147,8 @@ class PrivacyQuery(Generic[P]):
     known_rdp: Mapping[int, Conversion] = field(default_factory=dict)
     """Rényi conversions this request already made, by step count (ε over training makes one at each checkpoint,
     the whole run's among them): a family uses the one at its own step count instead of converting again."""
+    known_tight: Mapping[int, AccountantResult] = field(default_factory=dict)
+    """Likewise the tight accountant's answers (:attr:`CurveAnswer.tight`)."""
 
     @property
     def grid(self) -> np.ndarray:
@@ -290,7 +292,7 @@ class AlgorithmFamily(ABC, Generic[P]):
             except ParameterError:
                 self._privacy(query)  # the whole run's own error first, where it has one
                 raise
-            query = dataclasses.replace(query, known_rdp=curve.rdp)
+            query = dataclasses.replace(query, known_rdp=curve.rdp, known_tight=curve.tight)
         report = self._privacy(query)
         if curve is not None:
             report = dataclasses.replace(report, curve=curve.points)

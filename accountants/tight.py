@@ -54,11 +54,13 @@ def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> A
 def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta: float) -> list[AccountantResult]:
     """:func:`tight_epsilon` for each prefix of one run (in order of length: ε over training). Each PLD query
     starts around the previous prefix's answer instead of probing (:meth:`PldAccountant.epsilon`'s ``near``): the
-    same certified guarantee, within the PLD's stated accuracy of a query on its own, with less work."""
+    same certified guarantee, within the PLD's stated accuracy of a query on its own, with less work. The last
+    (longest) prefix is queried on its own, exactly as :func:`tight_epsilon` would: it is usually the whole run,
+    whose answer the request reports too (and takes from here)."""
     accountant, near = PldAccountant(neighbouring), None
     results = []
-    for event in events:
-        result, answer = _tight(event, accountant, delta, near)
+    for k, event in enumerate(events):
+        result, answer = _tight(event, accountant, delta, None if k == len(events) - 1 else near)
         near = answer or near
         results.append(result)
     return results

@@ -79,7 +79,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
         )
         _require_finite(conversion.value, "noise_multiplier")
         warnings += conversion.warnings
-        tight = _NOT_ASKED if accountant == "rdp" else _tight_result(p, z, d, steps)
+        tight = _NOT_ASKED if accountant == "rdp" else query.known_tight.get(steps) or _tight_result(p, z, d, steps)
         results = [_rdp_result(p, conversion), tight]
         results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
         if p.sampling in WITHOUT_AMPLIFICATION:
