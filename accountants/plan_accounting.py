@@ -48,17 +48,24 @@ def account_plan(
     orders: np.ndarray | None = None,
     refine: bool = True,
     tight_reason: str | None = None,
+    known: tuple[Conversion | None, AccountantResult | None] = (None, None),
 ) -> PlanAccounting:
-    """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight."""
+    """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight. ``known``:
+    the plan's Rényi conversion and tight answer where the request already has them (ε over training computes
+    them at its last checkpoint)."""
     accounted = plan.accounted_delta(delta)
-    conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
-    return PlanAccounting(conversion, (rdp_result(conversion), _tight(plan, accounted, accountant, tight_reason)))
+    known_rdp, known_tight = known
+    conversion = known_rdp or RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
+    tight = _tight(plan, accounted, accountant, tight_reason, known_tight)
+    return PlanAccounting(conversion, (rdp_result(conversion), tight))
 
 
-def _tight(plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str | None) -> AccountantResult:
+def _tight(
+    plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str | None, known: AccountantResult | None
+) -> AccountantResult:
     if accountant == "rdp":
         return not_asked()
-    result = tight_epsilon(plan.event, plan.neighbouring, accounted)
+    result = known or tight_epsilon(plan.event, plan.neighbouring, accounted)
     return result if result.applicable else _not_applicable(result.reason or "", tight_reason)
 
 

@@ -96,7 +96,18 @@ def privacy(c: Composition) -> PrivacyReport:
 
 def _answer(c: Composition, tree: Tree) -> PrivacyReport:
     plan = MechanismPlan(tree.event, c.neighbouring, tree.reserved_delta)
-    answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine)
+    curve = None
+    if c.checkpoints is not None:  # first: its last checkpoint is usually the whole tree, whose answer it computes
+        query = CurveQuery(
+            lambda t: _prefix(tree, t), c.neighbouring, plan.accounted_delta(c.delta), c.accountant, c.grid, c.refine
+        )
+        try:
+            curve = epsilon_curve(query, checkpoint_steps(c.checkpoints, tree.releases))
+        except ParameterError:
+            _answer(replace(c, checkpoints=None), tree)  # the whole tree's own error first, where it has one
+            raise
+    known = (None, None) if curve is None else (curve.rdp.get(tree.releases), curve.tight.get(tree.releases))
+    answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine, known=known)
     if not math.isfinite(answer.conversion.value):
         raise ParameterError.single("mechanism", "gives no finite ε bound at this δ", "more noise or a larger δ")
     chosen = choose_accountant(answer.results, c.accountant, supported=ACCOUNTANTS)
@@ -104,11 +115,8 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
     report = accounted.privacy(
         COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.conversion.warnings, *_warnings(tree))
     )
-    if c.checkpoints is not None:
-        accounted_delta = plan.accounted_delta(c.delta)
-        query = CurveQuery(lambda t: _prefix(tree, t), c.neighbouring, accounted_delta, c.accountant, c.grid, c.refine)
-        steps = checkpoint_steps(c.checkpoints, tree.releases)
-        report = replace(report, curve=epsilon_curve(query, steps).points)
+    if curve is not None:
+        report = replace(report, curve=curve.points)
     if c.statement:
         report = replace(report, statement=privacy_statement(report, "this composition of mechanisms"))
     return report
