@@ -80,7 +80,9 @@ class LeafCurves:
     def __init__(self, events: Sequence[DpEvent], neighbouring: Neighbouring) -> None:
         accountant = RdpAccountant(neighbouring)
         columns: dict[DpEvent, int] = {}  # each distinct leaf's column
-        by_identity: dict[int, int] = {}  # the same, by object (prefixes share their leaves' objects: no hashing)
+        # the same by object: prefixes share their leaves' objects (hashing a leaf walks its fields); ``events``
+        # keeps every leaf alive while its id is a key
+        by_identity: dict[int, int] = {}
         rows: list[dict[int, int]] = []
         for event in events:
             row: dict[int, int] = {}
@@ -95,7 +97,6 @@ class LeafCurves:
         for j, row in enumerate(rows):
             for column, count in row.items():
                 self._counts[j, column] = count
-        self._events = events  # keeps the leaves alive while their ids are keys
 
     def __call__(self, rows: np.ndarray, orders: np.ndarray) -> np.ndarray:
         """The Rényi curve of prefix ``rows[j]`` at the orders ``orders[j]`` (one evaluation per leaf at each
