@@ -1,6 +1,6 @@
 """A verification job's estimated running time (the service refuses jobs above DPCAL_JOB_MAX_SECONDS by it) is
-calibrated per family and check: each family's example job, run here block by block, takes its estimate within a
-factor 3 — up to one speed factor of this machine, common to all families (the median of measured/estimated), so that
+calibrated per family and check: each family's example job (and the bilinear simulators at dimensions 2 and 64), run
+here block by block, takes its estimate within a factor 3 — up to one speed factor of this machine, common to all families (the median of measured/estimated), so that
 a slower or busy machine tests the calibration between families, not its own speed."""
 
 from __future__ import annotations
@@ -11,14 +11,24 @@ import time
 import pytest
 
 from accountants import registry
-from accountants.planning import plan_example
+from accountants.planning import plan_example, plan_job
 from accountants.verification import block_sizes, run_block
 
 FAMILIES = [f for f in registry.families() if f.simulator is not None and f.job_example is not None]
 
 
-def _measured(family, checks):
-    plan = plan_example(family, checks)
+DIMENSIONS = [("nseg", 2), ("nseg", 64), ("nispp", 2), ("nispp", 64)]
+"""Setups beside the examples (dimension 10): the bilinear simulators' work grows with d as their time does."""
+
+
+def _at_dimension(family, dimension):
+    example = family.job_example
+    params = dict(example["params"]) | {"dimension": dimension}
+    return plan_job(family, params, example["delta"], ("utility",), 64, 0, None, example.get("target_epsilon"))
+
+
+def _measured(family, checks, plan=None):
+    plan = plan or plan_example(family, checks)
     run_block(family.simulator, plan, 0)  # warm (imports, caches)
     start = time.perf_counter()
     for block in range(len(block_sizes(plan.trials))):
@@ -36,6 +46,10 @@ def ratios():
             seconds, plan = _measured(family, checks)
             if seconds > 0.005:  # shorter runs measure the timer and the cache more than the simulation
                 out[(family.id, checks)] = seconds / plan.estimated_seconds
+    for family_id, dimension in DIMENSIONS:
+        family = registry.get(family_id)
+        seconds, plan = _measured(family, ("utility",), _at_dimension(family, dimension))
+        out[(family_id, f"utility at d = {dimension}")] = seconds / plan.estimated_seconds
     return out
 
 
