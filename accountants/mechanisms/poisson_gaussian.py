@@ -164,40 +164,37 @@ def _log_factorials(n_terms: int) -> np.ndarray:
     return np.asarray(special.gammaln(np.arange(n_terms, dtype=float) + 1.0))
 
 
+def _side_factor(q: float, z: float, k: np.ndarray, left: bool) -> np.ndarray:
+    """A term's factor from one side of z₀ = z² log(1/q − 1) + ½: k·log(q/(1 − q)) + (k² − k)/(2z²) + log Φ(s), with
+    s = (z₀ − k)/z left of z₀ (k = i) and s = (k − z₀)/z right of it (k = j = α − i)."""
+    z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
+    tail = (z0 - k) / z if left else (k - z0) / z
+    return np.asarray(k * (math.log(q) - math.log1p(-q)) + (k * k - k) * (0.5 / (z * z)) + special.log_ndtr(tail))
+
+
 @lru_cache(maxsize=64)
 def _near_side(q: float, z: float, n_terms: int) -> np.ndarray:
-    """The left side's factor of term i, i·log(q/(1 − q)) + (i² − i)/(2z²) + log Φ((z₀ − i)/z): the same for every
-    order."""
-    i = np.arange(n_terms, dtype=float)
-    z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
-    log_odds = math.log(q) - math.log1p(-q)
-    return np.asarray(i * log_odds + (i * i - i) * (0.5 / (z * z)) + special.log_ndtr((z0 - i) / z))
+    """The left side's factor of term i (:func:`_side_factor`): the same for every order."""
+    return _side_factor(q, z, np.arange(n_terms, dtype=float), left=True)
 
 
 _cached_layout = lru_cache(maxsize=256)(_layout)
 
 
 def _far_side(q: float, z: float, alphas: np.ndarray, n_terms: int) -> np.ndarray:
-    """The right side's factor of term i of each order: f(j) = j·log(q/(1 − q)) + (j² − j)/(2z²) + log Φ((j − z₀)/z)
-    at j = α − i. It depends on α − i alone, so orders with the same fractional part (a lattice of orders) share it:
-    f is tabulated once per fractional part φ at φ + n for the integers n needed, and read off. φ + (m − i) is the
-    same float as α − i (α = m + φ: both round the same real number, and α − m is exact), so the values are those
-    computed order by order."""
-
-    def f(j: np.ndarray) -> np.ndarray:
-        z0 = z * z * math.log(1.0 / q - 1.0) + 0.5
-        return np.asarray(
-            j * (math.log(q) - math.log1p(-q)) + (j * j - j) * (0.5 / (z * z)) + special.log_ndtr((j - z0) / z)
-        )
-
+    """The right side's factor of term i of each order (:func:`_side_factor` at j = α − i). It depends on α − i
+    alone, so orders with the same fractional part (a lattice of orders) share it: it is tabulated once per
+    fractional part φ at φ + n for the integers n needed, and read off. φ + (m − i) is the same float as α − i
+    (α = m + φ: both round the same real number, and α − m is exact), so the values are those computed order by
+    order."""
     terms = np.arange(n_terms, dtype=float)
     whole = np.floor(alphas)
     fraction = alphas - whole
     distinct, group = np.unique(fraction, return_inverse=True)
     low, high = int(whole.min()) - n_terms + 1, int(whole.max())
     if distinct.size * (high - low + 1) >= 0.7 * alphas.size * n_terms:  # little to share: order by order
-        return f(alphas[:, None] - terms[None, :])
-    table = f(distinct[:, None] + np.arange(low, high + 1, dtype=float)[None, :])
+        return _side_factor(q, z, alphas[:, None] - terms[None, :], left=False)
+    table = _side_factor(q, z, distinct[:, None] + np.arange(low, high + 1, dtype=float)[None, :], left=False)
     columns = (whole[:, None] - terms[None, :]).astype(np.intp) - low
     return np.asarray(table[group[:, None], columns])
 
