@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conversions import Conversion, epsilon_from_rdp_rows
+from .conversions import Conversion, epsilon_from_rdp_rows, rows_share_orders
 from .errors import ParameterError
 from .events import DpEvent, leaves
 from .rdp import Neighbouring, RdpAccountant
@@ -101,8 +101,7 @@ class LeafCurves:
     def __call__(self, rows: np.ndarray, orders: np.ndarray) -> np.ndarray:
         """The Rényi curve of prefix ``rows[j]`` at the orders ``orders[j]`` (one evaluation per leaf at each
         distinct order; rows broadcast from one row of orders, e.g. the grid, are evaluated once)."""
-        shared = orders.ndim == 2 and orders.strides[0] == 0
-        if shared:
+        if rows_share_orders(orders):
             distinct, where = orders[0], np.arange(orders.shape[1])[None, :]
         else:
             distinct, inverse = np.unique(orders, return_inverse=True)

@@ -61,12 +61,17 @@ def order_grid(orders: object, default: np.ndarray | None = DEFAULT_ORDERS) -> n
 RdpCurve = Callable[[np.ndarray], np.ndarray]
 
 
+def rows_share_orders(orders: np.ndarray) -> bool:
+    """Whether every row of a 2-D array of orders is one row broadcast (the grid given to every curve at once)."""
+    return orders.ndim == 2 and orders.strides[0] == 0
+
+
 def epsilon_by_order(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndarray:
     """ε at each order by the improved conversion (∞ where α ≤ 1.01 or the curve is ∞), 0 where the TV bound applies."""
     a = np.asarray(orders, dtype=float)
     r = np.asarray(rdp, dtype=float)
-    if a.ndim == 2 and a.strides[0] == 0:
-        a = a[:1]  # one row of orders broadcast to every curve: its terms once
+    if rows_share_orders(a):
+        a = a[:1]  # its terms once
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         offset = np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     eps = r + np.where(a > MIN_CONVERSION_ORDER, offset, np.inf)
