@@ -9,7 +9,8 @@ non-decreasing in t, so the ε at a checkpoint covers every iterate released up 
   request would be; the conversion at the whole run is the answer's own (:class:`CurveAnswer`: a family converts
   it once per request).
 * ``tight``: the prefixes through :func:`~accountants.tight.tight_epsilons` (exact GDP where the tree is all
-  Gaussian; otherwise the PLD accountant, each checkpoint's query starting around the previous one's answer), or a
+  Gaussian; otherwise the PLD accountant: the whole run is queried on its own and the other checkpoints are read
+  off its tilted spectrum, :mod:`accountants.pld.curve`, or queried on their own where it does not suit them), or a
   family's own tight answers at those step counts.
 * ``best``: at each checkpoint the smaller certified value.
 

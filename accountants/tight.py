@@ -22,6 +22,7 @@ from .errors import CalibrationError, ParameterError
 from .events import DpEvent
 from .pld import PldAccountant, PldAnswer
 from .pld.calibration import calibrate_pld
+from .pld.curve import CirclePlan
 from .rdp import Neighbouring, UnsupportedEventError
 from .reports import AccountantResult, Guarantee
 
@@ -32,6 +33,8 @@ PLD_METHOD = (
     "(tilt {tilt:.3g}) with rounding, wrap-around, lost tail and atoms at +∞ bounded and added to δ "
     "(≤ {allowance:.2g} here); a certified upper bound within ~1e-4 relative of the exact ε"
 )
+
+PREFIX_METHOD = "; this prefix read off the whole run's tilted spectrum (same leaves, grid, tilt), every error bounded"
 
 
 def pld_method(answer: PldAnswer, neighbouring: Neighbouring) -> str:
@@ -52,18 +55,43 @@ def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> A
 
 
 def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta: float) -> list[AccountantResult]:
-    """:func:`tight_epsilon` for each prefix of one run (in order of length: ε over training). Each PLD query
-    starts around the previous prefix's answer instead of probing (:meth:`PldAccountant.epsilon`'s ``near``): the
-    same certified guarantee, within the PLD's stated accuracy of a query on its own, with less work. The last
-    (longest) prefix is queried on its own, exactly as :func:`tight_epsilon` would: it is usually the whole run,
-    whose answer the request reports too (and takes from here)."""
-    accountant, near = PldAccountant(neighbouring), None
+    """:func:`tight_epsilon` for each prefix of one run (in order of length: ε over training).
+
+    The last (longest) prefix, usually the whole run whose answer the request reports too, is queried on its own,
+    exactly as :func:`tight_epsilon` would. The others are read off its composition
+    (:meth:`PldAccountant.prefix_epsilons`: its grid, tilt and circle, no composition again); a prefix that does
+    not suit it (other releases, a finer grid needed) is queried on its own, starting around the previous prefix's
+    answer (``near``). Either way certified, within the PLD's stated accuracy of a query on its own."""
+    accountant = PldAccountant(neighbouring)
+    last, plans = _tight_planned(events[-1], accountant, delta)
+    pld_rows = [k for k, event in enumerate(events[:-1]) if not gdp.is_gaussian(event)]
+    read = accountant.prefix_epsilons(plans, [events[k] for k in pld_rows], delta) if plans else []
+    from_run = dict(zip(pld_rows, read, strict=True)) if read else {}
+    near: PldAnswer | None = None
     results = []
-    for k, event in enumerate(events):
-        result, answer = _tight(event, accountant, delta, None if k == len(events) - 1 else near)
+    for k, event in enumerate(events[:-1]):
+        answer = from_run.get(k)
+        if answer is not None:
+            method = pld_method(answer, neighbouring) + PREFIX_METHOD
+            results.append(AccountantResult.certified("tight", answer.value, method))
+        else:
+            result, answer = _tight(event, accountant, delta, near)
+            results.append(result)
         near = answer or near
-        results.append(result)
-    return results
+    return [*results, last]
+
+
+def _tight_planned(
+    event: DpEvent, accountant: PldAccountant, delta: float
+) -> tuple[AccountantResult, tuple[CirclePlan | None, ...]]:
+    """:func:`_tight` on its own, with the plans of its PLD answer (none for exact or not applicable)."""
+    if gdp.is_gaussian(event):
+        return _tight(event, accountant, delta, None)[0], ()
+    try:
+        answer, plans = accountant.epsilon_and_plans(event, delta)
+    except (UnsupportedEventError, ParameterError):
+        return _tight(event, accountant, delta, None)[0], ()
+    return AccountantResult.certified("tight", answer.value, pld_method(answer, accountant.neighbouring)), plans
 
 
 def _tight(

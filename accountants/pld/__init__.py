@@ -8,7 +8,8 @@ Modules, in the order the computation runs:
 * :mod:`~accountants.pld.window` — the tilt and the window of a composition, from the leaves' K(θ);
 * :mod:`~accountants.pld.composition` — the composition by one exponentially tilted circular FFT, and δ(ε), ε(δ)
   with every error bounded and added;
-* :mod:`~accountants.pld.accountant` — :class:`PldAccountant`: events to pairs, directions, grid refinement.
+* :mod:`~accountants.pld.accountant` — :class:`PldAccountant`: events to pairs, directions, grid refinement;
+* :mod:`~accountants.pld.curve` — ε over training: a run's prefixes read off the whole run's tilted spectrum.
 
 Every reported ε is an upper bound: the pairs dominate, the discretisation and every rounding move mass up only or
 add their bound to δ, and what the window leaves out is bounded or refused. The grid follows the answer

@@ -35,7 +35,7 @@ and reported).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -60,6 +60,7 @@ from ..events import (
 )
 from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
 from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
+from .curve import CirclePlan, PrefixCircle
 from .discrete import LeafPld, connect_the_dots
 from .pairs import (
     BasePair,
@@ -169,15 +170,19 @@ class PldAccountant:
         ``near``: an answer for a nearby event of the same shape (e.g. another noise in a calibration); each
         direction then starts around its value, on the grid that value asks for, instead of probing (same guarantee,
         less work)."""
+        return self.epsilon_and_plans(event, delta, near)[0]
+
+    def epsilon_and_plans(
+        self, event: DpEvent, delta: float, near: PldAnswer | None = None
+    ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...]]:
+        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
         if near is not None and len(near.by_direction) == len(directions):
             starts = [value if math.isfinite(value) else None for value in near.by_direction]
-        answers = [
-            _Passes(direction, self.accuracy, delta=d).run(start)
-            for direction, start in zip(directions, starts, strict=True)
-        ]
+        passes = [_Passes(direction, self.accuracy, delta=d) for direction in directions]
+        answers = [run.run(start) for run, start in zip(passes, starts, strict=True)]
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
             raise ParameterError.single(
@@ -188,7 +193,69 @@ class PldAccountant:
                 delta,
             )
         by_direction = tuple(a.value for a in answers)
-        return replace(worst, directions=len(answers), by_direction=by_direction)
+        plans = tuple(run.best_plan for run in passes)
+        return replace(worst, directions=len(answers), by_direction=by_direction), plans
+
+    def prefix_epsilons(
+        self, plans: Sequence[CirclePlan | None], events: Sequence[DpEvent], delta: float
+    ) -> list[PldAnswer | None]:
+        """ε at δ of prefixes of the run whose :meth:`epsilon_and_plans` gave ``plans``, read off the run's tilted
+        spectrum (:mod:`accountants.pld.curve`: certified like :meth:`epsilon`, within its accuracy); None for a
+        prefix with other releases than the run's, or where the run's grid or circle does not suit it (ask
+        :meth:`epsilon` for those)."""
+        out: list[PldAnswer | None] = [None] * len(events)
+        usable = [plan for plan in plans if plan is not None and plan.usable]
+        if not usable or len(usable) != len(plans):
+            return out
+        rows, counts, steps = self._prefix_counts(usable, events)
+        if not rows:
+            return out
+        found = [
+            PrefixCircle(plan, delta, self.accuracy.relative, self.accuracy.max_grid).epsilons(counts[d], steps[d])
+            for d, plan in enumerate(usable)
+        ]
+        for j, r in enumerate(rows):
+            values = [direction[j] for direction in found]
+            if any(value is None for value in values):
+                continue
+            by_direction = tuple(value.value for value in values if value is not None)
+            worst = int(np.argmax(by_direction))
+            plan, value = usable[worst], values[worst]
+            assert value is not None
+            out[r] = PldAnswer(
+                value.value, plan.leaves[0].grid, plan.window.size, plan.theta, value.error_allowance,
+                directions=len(values), passes=0, by_direction=by_direction,
+            )  # fmt: skip
+        return out
+
+    def _prefix_counts(
+        self, plans: Sequence[CirclePlan], events: Sequence[DpEvent]
+    ) -> tuple[list[int], list[np.ndarray], list[list[int]]]:
+        """The prefixes made of the run's releases only: their indices, and per direction their leaf counts (in the
+        plan's order) and release counts."""
+        rows: list[int] = []
+        counts: list[list[np.ndarray]] = [[] for _ in plans]
+        steps: list[list[int]] = [[] for _ in plans]
+        for r, event in enumerate(events):
+            try:
+                directions = self.directions(event)
+            except UnsupportedEventError:
+                continue
+            if len(directions) != len(plans):
+                continue
+            placed = [_place(direction, plan) for direction, plan in zip(directions, plans, strict=True)]
+            if all(row is not None for row in placed):
+                rows.append(r)
+                for d, (direction, row) in enumerate(zip(directions, placed, strict=True)):
+                    assert row is not None
+                    counts[d].append(row)
+                    steps[d].append(direction.steps)
+        shapes = [(len(rows), len(plan.pairs)) for plan in plans]
+        return (
+            rows,
+            [np.array(c, dtype=np.int64).reshape(shape) for c, shape in zip(counts, shapes, strict=True)],
+            steps,
+        )
 
     def delta(self, event: DpEvent, epsilon: float) -> PldAnswer:
         """Certified upper bound on δ(ε) (the worse direction)."""
@@ -337,6 +404,18 @@ def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
     return _cached_leaf(pair, grid, lo, hi)
 
 
+def _place(direction: _Direction, plan: CirclePlan) -> np.ndarray | None:
+    """A prefix direction's leaf counts in the plan's order; None if it has a release the run has not."""
+    index = {pair: i for i, pair in enumerate(plan.pairs)}
+    counts = np.zeros(len(plan.pairs), dtype=np.int64)
+    for count, pair in direction.leaves:
+        i = index.get(pair)
+        if i is None:
+            return None
+        counts[i] += count
+    return counts
+
+
 def _near(value: float, guess: float) -> bool:
     """Whether an answer from a start is within a factor 2 of the start's ε (else the start is discarded)."""
     return 0.5 * guess <= value <= 2.0 * guess
@@ -380,12 +459,16 @@ class _Passes:
         self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
         self.last_built: list[tuple[int, LeafPld]] = []
         self.log_mgf: LogMgf | None = None
+        self.last_plan: CirclePlan | None = None
+        self.best_plan: CirclePlan | None = None
+        """The plan of the reported answer's pass (ε queries): what the run's prefixes reuse (:mod:`.curve`)."""
 
     def run(self, start: float | None = None) -> PldAnswer:
         """Probe, then refine; or, from ``start`` (a nearby ε), a first pass around it on the grid it asks for
         (calibration: the answer at a nearby noise already knows where the answer lies). A start whose answer is
         not within a factor 2 of it is discarded for a probe."""
         grid = self.widest / PROBE_KNOTS
+        self.best_plan = None
         hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
         last_grid = math.inf
         if start is not None:
@@ -424,6 +507,7 @@ class _Passes:
                 return self.run()  # the start was not near after all (its window misplaced): probe instead
             if best is None or answer.value < best.value:
                 best = answer  # every pass's answer is certified: the smallest is reported
+                self.best_plan = self.last_plan
             value = answer.value if self.delta is not None else float(self.epsilon or 0.0)
             target = self._target_grid(value)
             exact = self.delta is not None and answer.value == 0.0  # δ(0) ≤ δ is certified: ε = 0
@@ -460,6 +544,7 @@ class _Passes:
     def _one_pass(self, grid: float, hint: tuple[float, float] | None, max_points: int) -> PldAnswer:
         """One grid: tilt and window from K(θ), compose, answer (the window moves down if the answer is below)."""
         built = self._build(grid)
+        self.last_plan = None
         log_mgf = self.log_mgf
         assert log_mgf is not None
         atoms = sum(count * leaf.infinity for count, leaf in built)
@@ -488,6 +573,9 @@ class _Passes:
             composed = TiltedComposition(built, theta, window)
             value = composed.epsilon(delta)
             if value is not None:
+                pairs = tuple(pair for _, pair in self.leaves)
+                leaves = tuple(leaf for _, leaf in built)
+                self.last_plan = CirclePlan(pairs, leaves, theta, window, value)
                 at = value if math.isfinite(value) else composed.bottom
                 return PldAnswer(value, grid, window.size, theta, composed.error_terms(at))
             low = max(0.0, composed.bottom - max(0.5, 0.5 * composed.bottom))

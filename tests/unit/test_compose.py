@@ -172,8 +172,8 @@ def test_checkpoints_equal_separate_answers():
         cut = prefix(event, point.steps)
         rdp = RdpAccountant().epsilon(cut, DELTA).value
         tight = tight_epsilon(cut, "add-remove", DELTA).epsilon
-        # a checkpoint's PLD query starts near the previous checkpoint's answer: the same certified guarantee,
-        # within the PLD's stated accuracy (1e-4 relative) of a query on its own
+        # a checkpoint is read off the whole run's PLD (or queried starting near the previous one's answer): the
+        # same certified guarantee, within the PLD's stated accuracy (1e-4 relative) of a query on its own
         assert point.accountant == ("tight" if tight < rdp else "rdp")
         if point.accountant == "rdp":
             assert point.epsilon == pytest.approx(rdp, rel=1e-9)
