@@ -23,13 +23,14 @@ answer solves the linear interpolation of the two knots' certified values.
 
 Every error is bounded and added to D, per knot: the leaves' FFTs err by η‖x_i‖₁ per bin (a_ik = |φ̂_ik| + that bounds
 both |φ_ik| and |φ̂_ik|), their powers and products by the mean-value bound A_k Σ_i c_i η‖x_i‖₁/a_ik plus √5u per
-complex product (Brent, Percival & Zimmermann 2007; a power by squaring counts at most 2c + 64 products), the kernel's
-transform by η‖g‖₁ per bin, the bins left out by ‖g‖₁·Σ_{k≥K₀} A_k (a_ik ≤ 1 there, so the smallest prefix's A bounds
-every prefix's), and the direct sums by (K₀ + 40 + 11·:data:`BLOCK`)·u of the sum of their terms' moduli; the tilt
-and the weights carry their relative rounding as in :mod:`accountants.pld.composition`. Every answer is thus a
-certified upper bound, whatever plan it reuses. The plan decides only the accuracy: a prefix whose answer would need
-a finer grid than the run's, or whose error terms take more than :data:`ERROR_SHARE` of δ, or where mass from below
-the kernel's reach could over-count more than :data:`OVERCOUNT_SHARE` of δ, gets ``None`` (a query of its own).
+complex product (Brent, Percival & Zimmermann 2007; a power by squaring has the rounding of at most 2c products), the
+kernel's transform by η‖g‖₁ per bin, the bins left out by ‖g‖₁·Σ_{k≥K₀} A_k (a_ik ≤ 1 there, so the smallest
+prefix's A bounds every prefix's), and the direct sums by 2√5u + (2K₀ + 24 + 22·:data:`BLOCK`)·u of the sum of their
+terms' moduli (phases, matrix entries built as powers, products, the sums in any order); the tilt and the weights
+carry their relative rounding as in :mod:`accountants.pld.composition`. Every answer is thus a certified upper bound,
+whatever plan it reuses. The plan decides only the accuracy: a prefix whose answer would need a finer grid than the
+run's, or whose error terms take more than :data:`ERROR_SHARE` of δ, or where mass from below the kernel's reach
+could over-count more than :data:`OVERCOUNT_SHARE` of δ, gets ``None`` (a query of its own).
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ class PrefixCircle:
         sum_error = float(weights @ (bound * spread + floor)) * (1.0 + 1e-12)
         sum_computed = sum_bound * (1.0 + product_error) + floor * 2 * kept
         g, dg = self.kernel_norm, self.kernel_error
-        summing = SQRT5_U + 1.01 * U * (kept + 40 + 11 * BLOCK)
+        summing = 2.0 * SQRT5_U + 1.01 * U * (2 * kept + 24 + 22 * BLOCK)  # :meth:`_matrix`, :meth:`_bounds`
         error = ((g + dg) * sum_error + dg * sum_bound + summing * (g + dg) * sum_computed + g * self.tail) / self.size
         log_scale = float(counts @ self.log_norms)
         rounding = float(counts @ self.roundings) + self.kernel_rounding
@@ -248,7 +249,8 @@ class PrefixCircle:
     def _matrix(self, level: int, kept: int) -> np.ndarray:
         """W[m, k] = w_k e^{2πi·k·m·63^level/n}/n for m < BLOCK, k < K₀ (w_0 = 1, else 2; the Nyquist bin 1): D at
         BLOCK knots 63^level apart, from the bins' values at the block's first knot. The rows are powers of the
-        first (each product ≤ √5u, the base's exponential ≤ 8u: ≤ 11·BLOCK·u in all, counted in the sums' bound)."""
+        first: the base e^{2πi·step/n} is within 19u (its argument within 2.6u relative, ≤ 2π), each product adds
+        √5u, so an entry is within 22·BLOCK·u relative (counted in the sums' bound, with the phase and the sum)."""
         if (level, kept) not in self._matrices:
             k = np.arange(kept, dtype=np.int64)
             step = (k * (_SPACING**level % self.size)) % self.size
@@ -264,7 +266,7 @@ class PrefixCircle:
 
     @property
     def _roots(self) -> np.ndarray:
-        """e^{2πi·m/n} for m < n (each within 8u): the phases of a block's first knot, gathered."""
+        """e^{2πi·m/n} for m < n (each within 19u): the phases of a block's first knot, gathered."""
         if self._root_table is None:
             self._root_table = np.exp(2j * np.pi * np.arange(self.size) / self.size)
         return self._root_table
@@ -279,9 +281,9 @@ class PrefixCircle:
         log_weight = row.log_scale - self.theta * epsilons
         rho = np.exp(1.01 * (row.rounding + 4.0 * U * (abs(row.log_scale) + self.theta * np.abs(epsilons) + 2.0)))
         with np.errstate(over="ignore"):
-            main = np.maximum(values + row.error, 0.0) * np.exp(np.minimum(log_weight, 700.0)) * rho
+            main = np.maximum(values + row.error, 0.0) * np.exp(log_weight) * rho  # ∞ where it overflows: δ ≤ 1
         total = main * (1.0 + SUM_MARGIN) + self._lost(row, epsilons + (self.size - self.reach) * self.grid) + row.atoms
-        return knots, np.minimum(total, 1.0)
+        return knots, np.where(np.isnan(total), 1.0, np.minimum(total, 1.0))
 
     def _lost(self, row: _Row, tops: np.ndarray) -> np.ndarray:
         """Chernoff bound on P(S ≥ top) at each top (0 above the largest finite loss)."""
