@@ -95,7 +95,6 @@ class PrefixValue:
 class _Row:
     """One prefix in one direction: its spectrum on the kept bins and the scalars of its bound."""
 
-    counts: np.ndarray
     spectrum: np.ndarray
     """D̂ on the kept bins: the prefix's Φ̂ times conj(Ĝ)."""
     error: float
@@ -161,9 +160,10 @@ class PrefixCircle:
         self.kernel_rounding = 4.0 * U * (theta * n * grid + 2.0)
 
     def _table(self, tilts: np.ndarray) -> np.ndarray:
-        """K_i(θ′) of each leaf at each tilt, rounded up (every use is a Chernoff bound)."""
+        """K_i(θ′) of each leaf at each tilt, rounded up (every use is a Chernoff bound); 1e300 for ∞, so that a
+        prefix without that leaf (count 0) adds 0 and one with it a useless bound."""
         values = np.array([leaf.log_mgf(tilts) for leaf in self.plan.leaves])
-        return np.where(np.isfinite(values), values * (1.0 + 1e-12) + 1e-12, np.inf)
+        return np.where(np.isfinite(values), values * (1.0 + 1e-12) + 1e-12, 1e300)
 
     # -- prefixes ---------------------------------------------------------------------------------------------
 
@@ -242,7 +242,7 @@ class PrefixCircle:
         down = counts @ self.down_table if self.down_table is not None else None
         largest = float(counts @ self.largest_losses)
         correlation = spectrum * self.kernel_hat[:kept]  # D̂ = Φ̂·conj(Ĝ)
-        return _Row(counts, correlation, error, log_scale, rounding, atoms, counts @ self.up_table, down, largest)
+        return _Row(correlation, error, log_scale, rounding, atoms, counts @ self.up_table, down, largest)
 
     # -- reading one prefix -------------------------------------------------------------------------------------
 
@@ -298,11 +298,14 @@ class PrefixCircle:
         while _SPACING ** (level + 1) < span + BLOCK:
             level += 1
         first = start
+        ceiling = int(self.plan.value * 1.01 / self.grid) + BLOCK  # a prefix's ε is at most the run's
         for _ in range(_MAX_MOVES):
             knots, values = self._bounds(row, first, level)
             below = np.flatnonzero(values <= self.delta)
             if below.size == 0:
                 first = int(knots[-1])  # the answer is above this block
+                if first > ceiling:
+                    return None
                 continue
             m = int(below[0])
             if m == 0 and first > 0:
@@ -318,16 +321,15 @@ class PrefixCircle:
         right = float(knots[m] * self.grid)
         if m == 0:
             return PrefixValue(right, self._error_part(row, right))
-        left = right - self.grid
+        left = float(knots[m - 1] * self.grid)  # level 0: the adjacent knot
         v_left, v_right = float(values[m - 1]), float(values[m])
-        u_left, u_right = math.exp(left), math.exp(right)
+        rise = math.expm1(right - left)  # e^ε relative to e^left: from 1 to 1 + rise
 
         def interpolated(eps: float) -> float:
-            share = (math.exp(eps) - u_left) / (u_right - u_left)
-            return v_left + share * (v_right - v_left)
+            return v_left + math.expm1(eps - left) / rise * (v_right - v_left)
 
         share = (v_left - self.delta) / (v_left - v_right)
-        eps = min(math.log(u_left + share * (u_right - u_left)), right)
+        eps = min(left + math.log1p(share * rise), right)
         step = 1e-12 * max(1.0, eps)
         while eps < right and interpolated(eps) * (1.0 + 1e-12) > self.delta:
             eps, step = min(eps + step, right), step * 2.0

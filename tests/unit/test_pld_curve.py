@@ -115,6 +115,7 @@ def test_prefixes_the_plan_does_not_suit_are_queried_on_their_own():
     read = accountant.prefix_epsilons(plans, [other_rate, one_step, without_replacement, _run(q, z, 500)], 1e-5)
     assert read[:3] == [None, None, None]
     assert accountant.prefix_epsilons(plans, [other_rate], 1e-5) == [None]
+    assert accountant.prefix_epsilons(plans, [_run(q, z, 4 * steps)], 1e-5) == [None]  # no prefix: ε above the run's
     assert read[3] is not None
     curve = tight_epsilons([one_step, _run(q, z, 2), _run(q, z, 500), run], "add-remove", 1e-5)
     for result, t in zip(curve, [1, 2, 500, steps], strict=True):
