@@ -61,9 +61,12 @@ KERNEL_REACH = 40.0
 SQRT5_U = math.sqrt(5.0) * U
 _SPACING = BLOCK - 1
 _MAX_MOVES = 64
-_CHERNOFF = np.geomspace(1e-1, 1e4, 20)
-"""Tilts θ′ (times max(θ, 1); negated for the lower tail) at which each leaf's K(θ′) is tabulated: the Chernoff
-bounds of the prefixes' tails take the best of them."""
+_UPPER_TILTS = np.array([0.5, 0.8, 1.0, 1.25, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+"""Tilts θ′, times the run's own tail tilt, at which each leaf's K(θ′) is tabulated for the Chernoff bound of the mass
+above the kernel's reach: the run's window was planned with the middle ones; a prefix, narrower, reaches as far above
+a smaller ε and its best tilt is larger."""
+_LOWER_TILTS = -np.geomspace(1e-1, 1e4, 20)
+"""Tilts θ′ < 0 for the estimate of the mass below the kernel's reach (only where e^{−θnΔ} does not make it moot)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,15 +136,14 @@ class PrefixCircle:
         self.infinities = np.array([leaf.infinity for leaf in plan.leaves])
         self.largest_losses = np.array([(leaf.offset + leaf.size - 1) * self.grid for leaf in plan.leaves])
         self._kernel(eta)
-        self.up_tilts = _CHERNOFF * max(self.theta, 1.0)
+        self.up_tilts = _UPPER_TILTS * max(plan.window.tail_tilt, 1e-3)
         self.up_table = self._table(self.up_tilts)
         self.down_tilts: np.ndarray | None = None
         self.down_table: np.ndarray | None = None
         if math.exp(-self.theta * n * self.grid) > OVERCOUNT_SHARE * delta:
-            self.down_tilts = -_CHERNOFF
+            self.down_tilts = _LOWER_TILTS
             self.down_table = self._table(self.down_tilts)
         self._matrices: dict[tuple[int, int], np.ndarray] = {}
-        self._root_table: np.ndarray | None = None
 
     def _kernel(self, eta: float) -> None:
         """g on the circle, its transform, ‖g‖₁, its relative rounding and the reach J below each knot."""
@@ -176,12 +178,14 @@ class PrefixCircle:
             return out
         rows = self._rows(counts, order[first:], kept)
         start, span = 0, int(self.plan.value / self.grid)  # the first prefix's ε lies between 0 and the run's
+        knots: list[int] = []
         for r, row in zip(order[first:], rows, strict=True):
-            found = self._epsilon(row, start, span)
+            guess = 2 * knots[-1] - knots[-2] if len(knots) >= 2 else None  # prefixes' ε grow smoothly
+            found = self._epsilon(row, start, span, guess)
             if found is not None and self._suits(row, found, steps[r]):
                 out[r] = found
-                knot = int(found.value / self.grid)
-                start, span = max(knot - _SPACING, 0), 2 * max(knot - start, BLOCK)  # prefixes' ε grow
+                knots.append(int(found.value / self.grid))
+                start, span = max(knots[-1] - _SPACING, 0), 2 * max(knots[-1] - start, BLOCK)
         return out
 
     def _bins(self, counts: np.ndarray, order: list[int]) -> tuple[int, int]:
@@ -264,17 +268,11 @@ class PrefixCircle:
             self._matrices[level, kept] = np.hstack([matrix.real, -matrix.imag])  # Re(Wv) = [Re W, −Im W]·[Re v; Im v]
         return self._matrices[level, kept]
 
-    @property
-    def _roots(self) -> np.ndarray:
-        """e^{2πi·m/n} for m < n (each within 19u): the phases of a block's first knot, gathered."""
-        if self._root_table is None:
-            self._root_table = np.exp(2j * np.pi * np.arange(self.size) / self.size)
-        return self._root_table
-
     def _bounds(self, row: _Row, first: int, level: int) -> tuple[np.ndarray, np.ndarray]:
         """Knots first + 63^level·m (m < BLOCK) and the certified δ at each."""
         kept = row.spectrum.size
-        shifted = row.spectrum * self._roots[(np.arange(kept, dtype=np.int64) * (first % self.size)) % self.size]
+        turns = (np.arange(kept, dtype=np.int64) * (first % self.size)) % self.size
+        shifted = row.spectrum * np.exp(2j * np.pi * turns / self.size)  # each phase within 19u
         values = self._matrix(level, kept) @ np.concatenate([shifted.real, shifted.imag])
         knots = first + _SPACING**level * np.arange(BLOCK, dtype=np.int64)
         epsilons = knots * self.grid
@@ -291,9 +289,15 @@ class PrefixCircle:
         bound = np.exp(np.minimum(np.min(exponents, axis=1), 0.0))
         return np.where(tops > row.largest, 0.0, bound)
 
-    def _epsilon(self, row: _Row, start: int, span: int) -> PrefixValue | None:
-        """The smallest certified ε at or above knot ``start`` (else below it), bracketed block by block from the
-        coarsest level whose block spans ``span`` knots down to single knots."""
+    def _epsilon(self, row: _Row, start: int, span: int, guess: int | None = None) -> PrefixValue | None:
+        """The smallest certified ε at or above knot ``start`` (else below it): in the block of single knots around
+        ``guess`` if it is there, else bracketed block by block from the coarsest level whose block spans ``span``
+        knots down to single knots."""
+        if guess is not None:
+            knots, values = self._bounds(row, max(guess - BLOCK // 2, 0), 0)
+            below = np.flatnonzero(values <= self.delta)
+            if below.size and (below[0] > 0 or knots[0] == 0):
+                return self._solve(row, knots, values, int(below[0]))
         level = 0
         while _SPACING ** (level + 1) < span + BLOCK:
             level += 1

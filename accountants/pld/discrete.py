@@ -60,9 +60,12 @@ class LeafPld:
         out = np.empty(thetas.size)
         chunk = max(1, (1 << 21) // weights.size)
         for start in range(0, thetas.size, chunk):
-            exponents = weights[None, :] + thetas[start : start + chunk, None] * losses[None, :]
-            peak = np.max(exponents, axis=1, keepdims=True)
-            out[start : start + chunk] = peak[:, 0] + np.log(np.sum(np.exp(exponents - peak), axis=1))
+            exponents = np.multiply.outer(thetas[start : start + chunk], losses)  # in place from here: large
+            exponents += weights  # temporaries cost more than the arithmetic
+            peak = np.max(exponents, axis=1)
+            exponents -= peak[:, None]
+            np.exp(exponents, out=exponents)
+            out[start : start + chunk] = peak + np.log(np.sum(exponents, axis=1))
         return out
 
     @cached_property
