@@ -48,7 +48,7 @@ def main() -> None:
     q = 256 / 60000
     print(f"dp-sgd MNIST, {len(points) + 1} checkpoints (every {EVERY} steps and the last)")
     family.privacy(params(-1), DELTA, "rdp", checkpoints={"every": EVERY})  # imports and order layouts
-    for index, (accountant, repeat) in enumerate((("rdp", 21), ("tight", 5), ("best", 5))):
+    for index, (accountant, repeat) in enumerate((("rdp", 21), ("tight", 11), ("best", 11))):
         base = 100 * index  # noise multipliers no other measurement has asked at
         one = median_seconds(lambda k, a=accountant, b=base: family.privacy(params(b + k), DELTA, a), repeat)
         curve = median_seconds(

@@ -198,7 +198,7 @@ class PrefixCircle:
         for first in range(len(order)):
             smallest = np.min(counts[order[first:]], axis=0)
             with np.errstate(under="ignore"):
-                bounds = np.exp(smallest @ self.log_a)
+                bounds = np.exp(_combine(smallest, self.log_a))
             tails = 2.0 * np.cumsum(bounds[::-1])[::-1] * (1.0 + 1e-12)  # tails[K] ≥ Σ_{|k| ≥ K} A_k
             within = np.flatnonzero(tails <= budget)
             kept = max(int(within[0]) if within.size else bounds.size, floor)
@@ -208,45 +208,50 @@ class PrefixCircle:
         return 0, len(order)
 
     def _rows(self, counts: np.ndarray, order: list[int], kept: int) -> list[_Row]:
-        """Each prefix's spectrum on the kept bins (by powers and products) and its error bound."""
-        spectra = self.spectra[:, :kept]
-        squares: list[list[np.ndarray]] = [[s] for s in spectra]
-        weights = np.full(kept, 2.0)
-        weights[0] = 1.0
-        rows: list[_Row] = []
-        previous, done, products = np.ones(kept, dtype=complex), np.zeros(len(spectra), dtype=np.int64), 0
-        for r in order:
+        """Each prefix's spectrum on the kept bins (by powers and products), then all their bounds at once."""
+        squares: list[list[np.ndarray]] = [[s] for s in self.spectra[:, :kept]]
+        spectra, products = np.empty((len(order), kept), dtype=complex), np.zeros(len(order))
+        previous, done, count = np.ones(kept, dtype=complex), np.zeros(len(squares), dtype=np.int64), 0
+        for j, r in enumerate(order):
             row_counts = np.asarray(counts[r], dtype=np.int64)
             if np.any(row_counts < done):  # not a continuation of the previous prefix: from the start
-                previous, done, products = np.ones(kept, dtype=complex), np.zeros_like(done), 0
+                previous, done, count = np.ones(kept, dtype=complex), np.zeros_like(done), 0
             for i, extra in enumerate((row_counts - done).tolist()):
                 if extra:
                     previous = previous * _power(squares[i], extra)
-                    products += 2 * extra + 66
-            done = row_counts
-            rows.append(self._row(row_counts, previous.copy(), weights, products))
-        return rows
+                    count += 2 * extra + 66
+            done, spectra[j], products[j] = row_counts, previous, count
+        return self._bounded(np.asarray(counts[order], dtype=float), spectra, products)
 
-    def _row(self, counts: np.ndarray, spectrum: np.ndarray, weights: np.ndarray, products: int) -> _Row:
-        kept = spectrum.size
+    def _bounded(self, counts: np.ndarray, spectra: np.ndarray, products: np.ndarray) -> list[_Row]:
+        """The rows (one per prefix: its leaf counts, Φ̂ on the kept bins, its product count) with their bounds."""
+        kept = spectra.shape[1]
+        weights = np.full(kept, 2.0)
+        weights[0] = 1.0
         with np.errstate(under="ignore"):
-            bound = np.exp(counts @ self.log_a[:, :kept])
+            bound = np.exp(_combine(counts, self.log_a[:, :kept]))
         product_error = 1.01 * SQRT5_U * products
-        spread = counts @ self.error_over_a[:, :kept] + product_error
+        spread = _combine(counts, self.error_over_a[:, :kept]) + product_error[:, None]
         floor = 1e-290 * (products + 1)
-        sum_bound = float(weights @ bound) * (1.0 + 1e-12)
-        sum_error = float(weights @ (bound * spread + floor)) * (1.0 + 1e-12)
+        sum_bound = np.sum(weights * bound, axis=1) * (1.0 + 1e-12)
+        sum_error = np.sum(weights * (bound * spread + floor[:, None]), axis=1) * (1.0 + 1e-12)
         sum_computed = sum_bound * (1.0 + product_error) + floor * 2 * kept
         g, dg = self.kernel_norm, self.kernel_error
         summing = 2.0 * SQRT5_U + 1.01 * U * (2 * kept + 24 + 22 * BLOCK)  # :meth:`_matrix`, :meth:`_bounds`
-        error = ((g + dg) * sum_error + dg * sum_bound + summing * (g + dg) * sum_computed + g * self.tail) / self.size
-        log_scale = float(counts @ self.log_norms)
-        rounding = float(counts @ self.roundings) + self.kernel_rounding
-        atoms = min(1.0, float(counts @ self.infinities) * (1.0 + SUM_MARGIN))
-        down = counts @ self.down_table if self.down_table is not None else None
-        largest = float(counts @ self.largest_losses)
-        correlation = spectrum * self.kernel_hat[:kept]  # D̂ = Φ̂·conj(Ĝ)
-        return _Row(correlation, error, log_scale, rounding, atoms, counts @ self.up_table, down, largest)
+        errors = ((g + dg) * sum_error + dg * sum_bound + summing * (g + dg) * sum_computed + g * self.tail) / self.size
+        rounding = _combine(counts, self.roundings) + self.kernel_rounding
+        atoms = np.minimum(_combine(counts, self.infinities) * (1.0 + SUM_MARGIN), 1.0)
+        up = _combine(counts, self.up_table)
+        down = _combine(counts, self.down_table) if self.down_table is not None else None
+        correlations = spectra * self.kernel_hat[:kept]  # D̂ = Φ̂·conj(Ĝ)
+        columns = zip(
+            correlations, errors.tolist(), _combine(counts, self.log_norms).tolist(), rounding.tolist(),
+            atoms.tolist(), up, _combine(counts, self.largest_losses).tolist(), strict=True,
+        )  # fmt: skip
+        return [
+            _Row(d_hat, error, log_scale, rnd, atom, chernoff, None if down is None else down[j], largest)
+            for j, (d_hat, error, log_scale, rnd, atom, chernoff, largest) in enumerate(columns)
+        ]
 
     # -- reading one prefix -------------------------------------------------------------------------------------
 
@@ -273,7 +278,7 @@ class PrefixCircle:
         kept = row.spectrum.size
         turns = (np.arange(kept, dtype=np.int64) * (first % self.size)) % self.size
         shifted = row.spectrum * np.exp(2j * np.pi * turns / self.size)  # each phase within 19u
-        values = self._matrix(level, kept) @ np.concatenate([shifted.real, shifted.imag])
+        values = np.einsum("mk,k->m", self._matrix(level, kept), np.concatenate([shifted.real, shifted.imag]))
         knots = first + _SPACING**level * np.arange(BLOCK, dtype=np.int64)
         epsilons = knots * self.grid
         log_weight = row.log_scale - self.theta * epsilons
@@ -356,6 +361,14 @@ class PrefixCircle:
         tau = self.relative
         wanted = min(self.max_grid, math.sqrt(tau * found.value / (2.0 * max(steps, 1))), 8.0 * tau * found.value)
         return self.grid <= wanted
+
+
+def _combine(counts: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Σ_i c_i·table[i] for each row of counts (or for one), without BLAS (the PLD code makes no BLAS calls: threads
+    on a busy host, benchmarks/blas.py)."""
+    rows = "r" if counts.ndim == 2 else ""
+    columns = "k" if table.ndim == 2 else ""
+    return np.asarray(np.einsum(f"{rows}i,i{columns}->{rows}{columns}", np.asarray(counts, dtype=float), table))
 
 
 def _power(squares: list[np.ndarray], exponent: int) -> np.ndarray:
