@@ -62,6 +62,8 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
     (:meth:`PldAccountant.prefix_epsilons`: its grid, tilt and circle, no composition again); a prefix that does
     not suit it (other releases, a finer grid needed) is queried on its own, starting around the previous prefix's
     answer (``near``). Either way certified, within the PLD's stated accuracy of a query on its own."""
+    if not events:
+        return []
     accountant = PldAccountant(neighbouring)
     last, plans = _tight_planned(events[-1], accountant, delta)
     pld_rows = [k for k, event in enumerate(events[:-1]) if not gdp.is_gaussian(event)]

@@ -199,7 +199,7 @@ class PrefixCircle:
             smallest = np.min(counts[order[first:]], axis=0)
             with np.errstate(under="ignore"):
                 bounds = np.exp(_combine(smallest, self.log_a))
-            tails = 2.0 * np.cumsum(bounds[::-1])[::-1] * (1.0 + 1e-12)  # tails[K] ≥ Σ_{|k| ≥ K} A_k
+            tails = 2.0 * np.cumsum(bounds[::-1])[::-1] * (1.0 + 1e-12 + 2.0 * bounds.size * U)  # ≥ Σ_{|k|≥K} A_k
             within = np.flatnonzero(tails <= budget)
             kept = max(int(within[0]) if within.size else bounds.size, floor)
             if kept <= MAX_BINS:
