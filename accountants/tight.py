@@ -65,10 +65,9 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
     if not events:
         return []
     accountant = PldAccountant(neighbouring)
-    last, plans = _tight_planned(events[-1], accountant, delta)
+    last, _, plans = _tight(events[-1], accountant, delta, None)
     pld_rows = [k for k, event in enumerate(events[:-1]) if not gdp.is_gaussian(event)]
-    read = accountant.prefix_epsilons(plans, [events[k] for k in pld_rows], delta) if plans else []
-    from_run = dict(zip(pld_rows, read, strict=True)) if read else {}
+    from_run = dict(zip(pld_rows, accountant.prefix_epsilons(plans, [events[k] for k in pld_rows], delta), strict=True))
     near: PldAnswer | None = None
     results = []
     for k, event in enumerate(events[:-1]):
@@ -77,38 +76,28 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
             method = pld_method(answer, neighbouring) + PREFIX_METHOD
             results.append(AccountantResult.certified("tight", answer.value, method))
         else:
-            result, answer = _tight(event, accountant, delta, near)
+            result, answer, _ = _tight(event, accountant, delta, near)
             results.append(result)
         near = answer or near
     return [*results, last]
 
 
-def _tight_planned(
-    event: DpEvent, accountant: PldAccountant, delta: float
-) -> tuple[AccountantResult, tuple[CirclePlan | None, ...]]:
-    """:func:`_tight` on its own, with the plans of its PLD answer (none for exact or not applicable)."""
-    if gdp.is_gaussian(event):
-        return _tight(event, accountant, delta, None)[0], ()
-    try:
-        answer, plans = accountant.epsilon_and_plans(event, delta)
-    except (UnsupportedEventError, ParameterError):
-        return _tight(event, accountant, delta, None)[0], ()
-    return AccountantResult.certified("tight", answer.value, pld_method(answer, accountant.neighbouring)), plans
-
-
 def _tight(
     event: DpEvent, accountant: PldAccountant, delta: float, near: PldAnswer | None
-) -> tuple[AccountantResult, PldAnswer | None]:
+) -> tuple[AccountantResult, PldAnswer | None, tuple[CirclePlan | None, ...]]:
+    """The tight result, the PLD answer behind it and its plans (what a run's prefixes reuse); no answer and no
+    plans where the result is exact or not applicable."""
     if gdp.is_gaussian(event):
         exact = AccountantResult("tight", True, gdp.epsilon(event, delta), "exact", GDP_METHOD, kind=Guarantee.EXACT)
-        return exact, None
+        return exact, None, ()
     try:
-        answer = accountant.epsilon(event, delta, near=near)
+        answer, plans = accountant.epsilon_and_plans(event, delta, near=near)
     except UnsupportedEventError as error:
-        return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None
+        return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None, ()
     except ParameterError as error:
-        return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None
-    return AccountantResult.certified("tight", answer.value, pld_method(answer, accountant.neighbouring)), answer
+        return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None, ()
+    result = AccountantResult.certified("tight", answer.value, pld_method(answer, accountant.neighbouring))
+    return result, answer, plans
 
 
 def tight_calibration(
