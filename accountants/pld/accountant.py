@@ -61,7 +61,7 @@ from ..events import (
 from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
 from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
 from .curve import CirclePlan, PrefixCircle
-from .discrete import LeafPld, connect_the_dots
+from .discrete import LeafPld, connect_the_dots, wanted_grid
 from .pairs import (
     BasePair,
     DominatingPair,
@@ -243,7 +243,7 @@ class PldAccountant:
                 continue
             if len(directions) != len(plans):
                 continue
-            placed = [_place(direction, plan) for direction, plan in zip(directions, plans, strict=True)]
+            placed = [plan.counts(direction.leaves) for direction, plan in zip(directions, plans, strict=True)]
             if all(row is not None for row in placed):
                 rows.append(r)
                 for d, (direction, row) in enumerate(zip(directions, placed, strict=True)):
@@ -404,18 +404,6 @@ def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
     return _cached_leaf(pair, grid, lo, hi)
 
 
-def _place(direction: _Direction, plan: CirclePlan) -> np.ndarray | None:
-    """A prefix direction's leaf counts in the plan's order; None if it has a release the run has not."""
-    index = {pair: i for i, pair in enumerate(plan.pairs)}
-    counts = np.zeros(len(plan.pairs), dtype=np.int64)
-    for count, pair in direction.leaves:
-        i = index.get(pair)
-        if i is None:
-            return None
-        counts[i] += count
-    return counts
-
-
 def _near(value: float, guess: float) -> bool:
     """Whether an answer from a start is within a factor 2 of the start's ε (else the start is discarded)."""
     return 0.5 * guess <= value <= 2.0 * guess
@@ -526,9 +514,9 @@ class _Passes:
         calibration, land on the same grid and so on the same discretised law), not below :data:`MIN_GRID` nor finer
         than ``max_points`` knots across the widest release; for δ(ε) queries ε is taken ≥
         :data:`DELTA_QUERY_SCALE`."""
-        tau, eps = self.accuracy.relative, max(epsilon, 1e-9 if self.delta is not None else DELTA_QUERY_SCALE)
+        eps = max(epsilon, 1e-9 if self.delta is not None else DELTA_QUERY_SCALE)
         finest = max(MIN_GRID, self.widest / self.accuracy.max_points)
-        wanted = min(self.accuracy.max_grid, math.sqrt(tau * eps / (2.0 * self.steps)), 8.0 * tau * eps)
+        wanted = wanted_grid(self.accuracy.relative, self.accuracy.max_grid, eps, self.steps)
         return max(float(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER)), finest)
 
     def _build(self, grid: float) -> list[tuple[int, LeafPld]]:

@@ -38,12 +38,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import fft
 
 from .composition import SUM_MARGIN, Window, fft_rtol
-from .discrete import LeafPld, U
+from .discrete import LeafPld, U, wanted_grid
 from .pairs import DominatingPair
 
 BLOCK = 64
@@ -79,6 +80,20 @@ class CirclePlan:
     theta: float
     window: Window
     value: float
+
+    @cached_property
+    def _index(self) -> dict[DominatingPair, int]:
+        return {pair: i for i, pair in enumerate(self.pairs)}
+
+    def counts(self, leaves: Sequence[tuple[int, DominatingPair]]) -> np.ndarray | None:
+        """A prefix's (count, pair) leaves as counts in the plan's order; None if it has a release the run has not."""
+        counts = np.zeros(len(self.pairs), dtype=np.int64)
+        for count, pair in leaves:
+            i = self._index.get(pair)
+            if i is None:
+                return None
+            counts[i] += count
+        return counts
 
     @property
     def usable(self) -> bool:
@@ -173,10 +188,10 @@ class PrefixCircle:
         """ε at δ for each prefix (a row of leaf counts, in order of the run); None where the plan does not suit."""
         out: list[PrefixValue | None] = [None] * len(counts)
         order = sorted(range(len(counts)), key=lambda r: float(np.sum(counts[r])))
-        kept, first = self._bins(counts, order)
+        kept, first, tail = self._bins(counts, order)
         if kept == 0:
             return out
-        rows = self._rows(counts, order[first:], kept)
+        rows = self._rows(counts, order[first:], kept, tail)
         start, span = 0, int(self.plan.value / self.grid)  # the first prefix's ε lies between 0 and the run's
         knots: list[int] = []
         for r, row in zip(order[first:], rows, strict=True):
@@ -188,10 +203,10 @@ class PrefixCircle:
                 start, span = max(knots[-1] - _SPACING, 0), 2 * max(knots[-1] - start, BLOCK)
         return out
 
-    def _bins(self, counts: np.ndarray, order: list[int]) -> tuple[int, int]:
-        """K₀ and the first row served: the fewest bins whose left-out share, bounded at the smallest prefix served,
-        is within :data:`TAIL_SHARE` of the error budget (at unit weight); the smallest prefixes are left to their own
-        queries while they need more than :data:`MAX_BINS`."""
+    def _bins(self, counts: np.ndarray, order: list[int]) -> tuple[int, int, float]:
+        """K₀, the first row served and the left-out bins' Σ A_k (full spectrum): the fewest bins whose left-out
+        share, bounded at the smallest prefix served, is within :data:`TAIL_SHARE` of the error budget (at unit
+        weight); the smallest prefixes are left to their own queries while they need more than :data:`MAX_BINS`."""
         above_one = np.flatnonzero(np.max(self.log_a, axis=0) > 0.0)
         floor = int(above_one[-1]) + 1 if above_one.size else 1
         budget = TAIL_SHARE * ERROR_SHARE * self.delta * self.size / self.kernel_norm
@@ -203,11 +218,11 @@ class PrefixCircle:
             within = np.flatnonzero(tails <= budget)
             kept = max(int(within[0]) if within.size else bounds.size, floor)
             if kept <= MAX_BINS:
-                self.tail = (float(tails[kept]) if kept < bounds.size else 0.0) + 1e-300 * self.size
-                return kept, first
-        return 0, len(order)
+                tail = (float(tails[kept]) if kept < bounds.size else 0.0) + 1e-300 * self.size
+                return kept, first, tail
+        return 0, len(order), 0.0
 
-    def _rows(self, counts: np.ndarray, order: list[int], kept: int) -> list[_Row]:
+    def _rows(self, counts: np.ndarray, order: list[int], kept: int, tail: float) -> list[_Row]:
         """Each prefix's spectrum on the kept bins (by powers and products), then all their bounds at once."""
         squares: list[list[np.ndarray]] = [[s] for s in self.spectra[:, :kept]]
         spectra, products = np.empty((len(order), kept), dtype=complex), np.zeros(len(order))
@@ -221,10 +236,11 @@ class PrefixCircle:
                     previous = previous * _power(squares[i], extra)
                     count += 2 * extra + 66
             done, spectra[j], products[j] = row_counts, previous, count
-        return self._bounded(np.asarray(counts[order], dtype=float), spectra, products)
+        return self._bounded(np.asarray(counts[order], dtype=float), spectra, products, tail)
 
-    def _bounded(self, counts: np.ndarray, spectra: np.ndarray, products: np.ndarray) -> list[_Row]:
-        """The rows (one per prefix: its leaf counts, Φ̂ on the kept bins, its product count) with their bounds."""
+    def _bounded(self, counts: np.ndarray, spectra: np.ndarray, products: np.ndarray, tail: float) -> list[_Row]:
+        """The rows (one per prefix: its leaf counts, Φ̂ on the kept bins, its product count) with their bounds;
+        ``tail`` bounds Σ A_k over the bins left out, for every row."""
         kept = spectra.shape[1]
         weights = np.full(kept, 2.0)
         weights[0] = 1.0
@@ -238,7 +254,7 @@ class PrefixCircle:
         sum_computed = sum_bound * (1.0 + product_error) + floor * 2 * kept
         g, dg = self.kernel_norm, self.kernel_error
         summing = 2.0 * SQRT5_U + 1.01 * U * (2 * kept + 24 + 22 * BLOCK)  # :meth:`_matrix`, :meth:`_bounds`
-        errors = ((g + dg) * sum_error + dg * sum_bound + summing * (g + dg) * sum_computed + g * self.tail) / self.size
+        errors = ((g + dg) * sum_error + dg * sum_bound + summing * (g + dg) * sum_computed + g * tail) / self.size
         rounding = _combine(counts, self.roundings) + self.kernel_rounding
         atoms = np.minimum(_combine(counts, self.infinities) * (1.0 + SUM_MARGIN), 1.0)
         up = _combine(counts, self.up_table)
@@ -358,9 +374,7 @@ class PrefixCircle:
             below = float(np.min(row.chernoff_down - self.down_tilts * bottom))
             if math.exp(min(below, 0.0) - self.theta * self.size * self.grid) > OVERCOUNT_SHARE * self.delta:
                 return False
-        tau = self.relative
-        wanted = min(self.max_grid, math.sqrt(tau * found.value / (2.0 * max(steps, 1))), 8.0 * tau * found.value)
-        return self.grid <= wanted
+        return self.grid <= wanted_grid(self.relative, self.max_grid, found.value, steps)
 
 
 def _combine(counts: np.ndarray, table: np.ndarray) -> np.ndarray:

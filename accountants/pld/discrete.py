@@ -100,6 +100,12 @@ class LeafPld:
         return x, log_norm, U * (worst + abs(log_norm) + 4.0)
 
 
+def wanted_grid(relative: float, max_grid: float, epsilon: float, steps: int) -> float:
+    """The grid an ε over ``steps`` releases asks for at relative accuracy τ: min(max_grid, √(τε/(2T)), 8τε) (the
+    connect-the-dots error of T compositions grows like T·Δ², and like Δ for few)."""
+    return min(max_grid, math.sqrt(relative * epsilon / (2.0 * max(steps, 1))), 8.0 * relative * epsilon)
+
+
 def connect_the_dots(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
     """The pessimistic connect-the-dots PLD of ``pair`` on the knots lo·Δ … hi·Δ (module docstring)."""
     hi = max(hi, lo + 1)

@@ -47,9 +47,9 @@ def test_certified_delta_at_knots_bounds_the_exact_composition_tightly(q, z, run
     for plan in plans:
         circle = PrefixCircle(plan, 1e-5)
         counts = np.array([[prefix]])
-        kept, first = circle._bins(counts, [0])
+        kept, first, tail = circle._bins(counts, [0])
         assert kept > 0 and first == 0
-        row = circle._rows(counts, [0], kept)[0]
+        row = circle._rows(counts, [0], kept, tail)[0]
         start = int(circle._epsilon(row, 0, int(plan.value / plan.leaves[0].grid)).value / plan.leaves[0].grid) - 30
         knots, certified = circle._bounds(row, start, 0)
         leaf = plan.leaves[0]
