@@ -15,8 +15,10 @@ is read as the window of loss indices [B, B + n). Nothing on the way moves mass 
 
 1. *Wrap-around.* True mass below the window lands c·n indices higher (its tilted value, read at a higher loss, is
    worth less untilted: it under-counts only losses below B, which never enter δ(ε) for ε ≥ B, and over-counts
-   above: queries below B are refused). True mass at or above the top lands lower: its untilted P-mass is bounded
-   by the Chernoff bound min_θ′ e^{K(θ′) − θ′·top} and added to δ (its copy inside the window only over-counts).
+   above: queries below B are refused). Where it lands above the largest finite loss Σ c_i·(top knot of leaf i),
+   the circle is set to 0: the true law is 0 there, so nothing true is lost. True mass at or above the top lands
+   lower: its untilted P-mass is bounded by the Chernoff bound min_θ′ e^{K(θ′) − θ′·top} and added to δ (its copy
+   inside the window only over-counts).
 2. *FFT rounding.* Each forward transform errs by ‖e_i‖₂ ≤ η√n‖x_i‖₂ with η = 10u⌈log₂ n⌉ (Higham 2002,
    Thm. 24.2, constant rounded up); raised to c_i it errs by ≤ c_i(1 + ‖e_i‖)^{c_i}|e_i| since |φ| ≤ ‖x‖₁ = 1; the
    polar power is rounded to 4u(Σ c_i(|log|φ_i|| + |arg φ_i| + 1) + 2) relative, bin by bin; bins whose modulus is
@@ -103,6 +105,10 @@ class TiltedComposition:
         self.fft_l1 = min(_full_norm(bound, 1), _full_norm(bound, 2)) + 1.01 * eta * _full_norm(np.abs(spectrum), 1)
         np.maximum(t, 0.0, out=t)
         self.tilted = np.roll(t, -(window.bottom % n))
+        # above the largest finite loss the true law is 0: what the circle holds there wrapped in from below the
+        # window (or is rounding), so it is set to 0 (term 1)
+        largest = sum(count * (leaf.offset + leaf.size - 1) for count, leaf in leaves)
+        self.tilted[max(largest - window.bottom + 1, 0) :] = 0.0
         self.losses = (window.bottom + np.arange(n)) * self.grid
         self.infinity = min(1.0, sum(count * leaf.infinity for count, leaf in leaves) * (1.0 + SUM_MARGIN))
         max_loss = float(np.max(np.abs(self.losses)))
