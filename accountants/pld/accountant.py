@@ -62,15 +62,12 @@ from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
 from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
 from .curve import CirclePlan, PrefixCircle
 from .discrete import LeafPld, connect_the_dots, wanted_grid
-from .pairs import (
-    BasePair,
-    DominatingPair,
-    GaussianPair,
-    LaplacePair,
+from .pairs import BasePair, DominatingPair, GaussianPair, LaplacePair, pure_pair, randomized_response_pair
+from .sampled import (
     MixturePair,
     PoissonAddPair,
     PoissonRemovePair,
-    RandomizedResponsePair,
+    ReplaceOneLaplacePair,
     ReplaceOnePoissonPair,
     SymmetrizedPair,
 )
@@ -285,8 +282,10 @@ class PldAccountant:
             yield count, GaussianPair(1.0 / event.noise_multiplier)
         elif isinstance(event, LaplaceEvent):
             yield count, LaplacePair(event.noise_multiplier)
-        elif isinstance(event, PureDpEvent | BoundedRangeEvent | RandomizedResponseEvent):
-            yield count, RandomizedResponsePair(float(event.epsilon or 0.0))
+        elif isinstance(event, RandomizedResponseEvent):
+            yield count, randomized_response_pair(event.noise_parameter, event.num_buckets)
+        elif isinstance(event, PureDpEvent | BoundedRangeEvent):
+            yield count, pure_pair(float(event.epsilon or 0.0))
         elif isinstance(event, PoissonSampledEvent):
             yield count, self._poisson(event)
         elif isinstance(event, TruncatedPoissonSampledEvent):
@@ -318,9 +317,7 @@ class PldAccountant:
         base: BasePair
         if isinstance(event.event, LaplaceEvent):
             if self.neighbouring == "replace-one":
-                raise UnsupportedEventError(
-                    event, "a Poisson-sampled Laplace release is accounted under add/remove neighbours only", "PLD"
-                )
+                return ReplaceOneLaplacePair(event.sampling_rate, event.event.noise_multiplier)
             base = LaplacePair(event.event.noise_multiplier)
         else:
             mu = _gaussian_tree_mu(event, event.event)

@@ -23,7 +23,7 @@ from accountants.events import (
 )
 from accountants.pld import PldAccountant
 from accountants.pld.calibration import calibrate_pld
-from accountants.pld.pairs import GaussianPair, LaplacePair, RandomizedResponsePair
+from accountants.pld.pairs import GaussianPair, LaplacePair, pure_pair
 from accountants.rdp import RdpAccountant
 
 from ..support.oracles import dpa_pld_epsilon
@@ -74,7 +74,7 @@ def test_laplace_renyi_curve_is_the_quadrature(scale):
 
 @pytest.mark.parametrize("eps0", [0.1, 1.0, 3.0])
 def test_pure_dp_release_is_randomized_response(eps0):
-    s_p, s_q = RandomizedResponsePair(eps0).survival(np.array([-eps0, 0.0, eps0]))
+    s_p, s_q = pure_pair(eps0).survival(np.array([-eps0, 0.0, eps0]))
     p = math.exp(eps0) / (1.0 + math.exp(eps0))
     np.testing.assert_allclose(s_p, [1.0, p, p], rtol=1e-12)
     np.testing.assert_allclose(s_q, [1.0, 1.0 - p, 1.0 - p], rtol=1e-12)
