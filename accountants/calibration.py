@@ -174,7 +174,10 @@ def calibrate_rdp(
     target = check.positive("target_epsilon", target_epsilon)
     grid = np.unique(DEFAULT_ORDERS if orders is None else check.orders("orders", orders))
     search = _RdpSearch(curve_of, d, target, grid, refine, rtol, parameter)
-    window, noise = search.locate(initial)
+    try:
+        window, noise = search.locate(initial)
+    except CalibrationError:  # the locator's orders may miss the optimum: decide (and word a refusal) on the truth
+        return search.generic(initial)
     noise = search.on_window(window, noise)
     if refine:
         noise = search.envelope(window, noise)
@@ -274,6 +277,19 @@ class _RdpSearch:
 
     def memo_curve(self, s: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda a: self.rdp_at(s, a)
+
+    def generic(self, initial: float) -> RdpCalibration:
+        """The generic root finder on the conversion itself (every order of the grid, refined and extended): what a
+        refusal states is then the conversion's own ε at the end of the search range."""
+        found = calibrate(
+            lambda s: epsilon_from_rdp(self.memo_curve(s), self.delta, self.grid, self.refine).value,
+            self.target,
+            initial=initial,
+            rtol=self.rtol,
+            parameter=self.parameter,
+        )
+        conversion = epsilon_from_rdp(self.memo_curve(found.noise), self.delta, self.grid, self.refine)
+        return RdpCalibration(noise=found.noise, conversion=conversion, evaluations=self.evaluations)
 
     def verified(self, window: np.ndarray, noise: float) -> tuple[float, Conversion]:
         """(4) The conversion itself at σ (its zooms come from the memo when they match the local ones): it must meet

@@ -29,7 +29,7 @@ import numpy as np
 from .conversions import Conversion, epsilon_from_rdp_rows, rows_share_orders
 from .errors import ParameterError
 from .events import DpEvent, leaves
-from .rdp import Neighbouring, RdpAccountant
+from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, CurvePoint
 from .tight import tight_epsilons
 
@@ -146,9 +146,7 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
     """ε after each step count: the accountant asked for (``best``: the smaller certified one at each point); the
     tight accountant is run only where it is asked for."""
     events = [query.prefix_at(t) for t in steps]
-    rdp_answers = epsilon_from_rdp_rows(
-        LeafCurves(events, query.neighbouring), len(events), query.delta, query.orders, query.refine
-    )
+    rdp_answers = _rdp_answers(query, events)
     tight_answers: Sequence[AccountantResult | None] = [None] * len(events)
     if query.accountant != "rdp":
         if query.tight_along is not None:
@@ -157,8 +155,9 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
             tight_answers = tight_epsilons(events, query.neighbouring, query.delta)
     points: list[CurvePoint] = []
     for t, conversion, tight in zip(steps, rdp_answers, tight_answers, strict=True):
-        rdp = conversion.value
-        candidates = [("rdp", rdp)]
+        candidates = [] if conversion is None else [("rdp", conversion.value)]
+        if conversion is None and query.accountant == "rdp":
+            raise ParameterError.single("checkpoints", f"the rdp accountant does not apply at {t} steps", "accountant")
         if tight is not None:
             if tight.applicable and tight.epsilon is not None:
                 candidates.append(("tight", tight.epsilon))
@@ -168,6 +167,8 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
                 )
         if query.accountant != "best":
             candidates = [c for c in candidates if c[0] == query.accountant]
+        if not candidates:
+            raise ParameterError.single("checkpoints", f"no accountant applies at {t} steps", "accountant")
         name, epsilon = min(candidates, key=lambda c: c[1])
         if not math.isfinite(epsilon):
             raise ParameterError.single(
@@ -176,4 +177,21 @@ def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
         epochs = query.epochs_at(t) if query.epochs_at is not None else None
         points.append(CurvePoint(t, epochs, epsilon, name))
     asked = {t: result for t, result in zip(steps, tight_answers, strict=True) if result is not None}
-    return CurveAnswer(tuple(points), dict(zip(steps, rdp_answers, strict=True)), asked)
+    converted = {t: c for t, c in zip(steps, rdp_answers, strict=True) if c is not None}
+    return CurveAnswer(tuple(points), converted, asked)
+
+
+def _rdp_answers(query: CurveQuery, events: Sequence[DpEvent]) -> list[Conversion | None]:
+    """Each prefix's Rényi conversion, every one as :meth:`RdpAccountant.epsilon` would give it alone (the curves
+    converted together, then each prefix's own closed-form bounds); None for every prefix where the RDP accountant
+    cannot read the run."""
+    accountant = RdpAccountant(query.neighbouring)
+    try:
+        rows = epsilon_from_rdp_rows(
+            LeafCurves(events, query.neighbouring), len(events), query.delta, query.orders, query.refine
+        )
+    except UnsupportedEventError:
+        return [None] * len(events)
+    if not query.refine:
+        return list(rows)
+    return [accountant.bounded(event, row, query.delta) for event, row in zip(events, rows, strict=True)]

@@ -101,6 +101,13 @@ class Conversion:
     orders: np.ndarray
     rdp: np.ndarray
     warnings: tuple[str, ...] = field(default=())
+    route: str | None = None
+    """Where the value comes from when not from the orders (a closed-form bound of the whole tree), in words."""
+
+    @property
+    def reported_order(self) -> float | None:
+        """The optimal order where it is a number (None for α → ∞, the pure-DP limit, or at ε = 0)."""
+        return self.optimal_order if math.isfinite(self.optimal_order) and self.value > 0.0 else None
 
 
 def _grid(orders: np.ndarray | None) -> np.ndarray:

@@ -2,9 +2,12 @@
 
 :func:`account_plan` answers ε at δ for a :class:`~accountants.plans.MechanismPlan`: ``rdp`` (the RDP accountant on
 its event tree, improved conversion) and ``tight`` (:mod:`accountants.tight`: exact Gaussian DP where the tree is made
-of Gaussian releases, the certified PLD accountant where it can read the tree).
-:func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob. Families
-(:class:`~accountants.planned.PlannedFamily`) and compositions over HTTP build their answers from these.
+of Gaussian releases, the certified PLD accountant where it can read the tree). Each runs on its own: one that cannot
+read the tree (no Rényi curve for a sampled Laplace, no dominating pair for some node) is reported not applicable with
+its reason, and ``best`` answers from the others.
+:func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob, again each on
+its own. Families (:class:`~accountants.planned.PlannedFamily`) and compositions over HTTP build their answers from
+these.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .calibration import calibrate_rdp
+from .calibration import calibrate, calibrate_rdp
 from .conversions import Conversion
-from .errors import CalibrationError
+from .errors import CalibrationError, ParameterError
 from .plans import Knob, MechanismPlan
-from .rdp import RdpAccountant
+from .rdp import RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, RdpCurve, not_asked
 from .tight import tight_calibration, tight_epsilon
 
@@ -31,14 +34,23 @@ PlanAt = Callable[[float], MechanismPlan]
 
 @dataclass(frozen=True)
 class PlanAccounting:
-    """Every generic accountant's answer for one plan at δ (``rdp`` first), and the Rényi conversion behind rdp."""
+    """Every generic accountant's answer for one plan at δ (``rdp`` first), and the Rényi conversion behind rdp
+    (None where the RDP accountant cannot read the plan)."""
 
-    conversion: Conversion
+    conversion: Conversion | None
     results: tuple[AccountantResult, ...]
 
     @property
-    def curve(self) -> RdpCurve:
-        return rdp_curve(self.conversion)
+    def curve(self) -> RdpCurve | None:
+        return None if self.conversion is None else rdp_curve(self.conversion)
+
+    @property
+    def optimal_order(self) -> float | None:
+        return None if self.conversion is None else self.conversion.reported_order
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return () if self.conversion is None else self.conversion.warnings
 
 
 def account_plan(
@@ -55,9 +67,14 @@ def account_plan(
     them at its last checkpoint)."""
     accounted = plan.accounted_delta(delta)
     known_rdp, known_tight = known
-    conversion = known_rdp or RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
+    conversion, rdp = known_rdp, None
+    if conversion is None:
+        try:
+            conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
+        except UnsupportedEventError as error:
+            rdp = AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}")
     tight = _tight(plan, accounted, accountant, tight_reason, known_tight)
-    return PlanAccounting(conversion, (rdp_result(conversion), tight))
+    return PlanAccounting(conversion, (rdp or rdp_result(conversion), tight))
 
 
 def _tight(
@@ -84,31 +101,68 @@ def calibrate_plan(
     tight_reason: str | None = None,
 ) -> tuple[AccountantResult, AccountantResult]:
     """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
-    the knob in its own units. Raises :class:`CalibrationError` where rdp cannot meet the target."""
+    the knob in its own units. Each accountant calibrates on its own (tight starts from rdp's answer where there is
+    one); one that cannot meet the target, or read the plan, is not applicable with the reason. Raises
+    :class:`CalibrationError` where no accountant asked for meets the target (the reasons of each)."""
     reference = plan_at(1.0)
     accounted = reference.accounted_delta(delta)
-    found = calibrate_rdp(
-        lambda noise: RdpAccountant(plan_at(noise).neighbouring).curve(plan_at(noise).event),
-        accounted,
-        target,
-        orders=orders,
-        parameter=knob.field,
-    )
-    rdp = rdp_result(found.conversion, knob.from_noise(found.noise))
+    rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders)
     if accountant == "rdp":
+        if not rdp.applicable:
+            raise CalibrationError(rdp.reason or "the rdp accountant cannot meet the target")
         return rdp, not_asked()
     try:
-        noise, tight = tight_calibration(
-            lambda noise: plan_at(noise).event, reference.neighbouring, accounted, target, found.noise, knob.field
+        initial = noise if noise is not None else 1.0
+        found, tight = tight_calibration(
+            lambda x: plan_at(x).event, reference.neighbouring, accounted, target, initial, knob.field
         )
+        tight = replace(tight, calibrated_value=knob.from_noise(found))
     except CalibrationError as error:
-        return rdp, _not_applicable(str(error), tight_reason)
-    return rdp, replace(tight, calibrated_value=knob.from_noise(noise))
+        tight = _not_applicable(str(error), tight_reason)
+    if accountant == "best" and not rdp.applicable and not tight.applicable:
+        raise CalibrationError(f"no accountant meets the target: rdp: {rdp.reason}; tight: {tight.reason}")
+    return rdp, tight
 
 
-def rdp_result(conversion: Conversion, calibrated: float | None = None) -> AccountantResult:
+def _calibrate_rdp(
+    plan_at: PlanAt, accounted: float, target: float, knob: Knob, orders: np.ndarray | None
+) -> tuple[AccountantResult, float | None]:
+    """The rdp calibration (its result, and the noise found on the knob's noise scale; None where it fails).
+
+    Trees with a zCDP envelope or a pure-DP sum (:meth:`RdpAccountant.bounded`) are calibrated on the accountant's
+    own ε, bound included (each evaluation exact, no grid edge: tiny targets need orders near 10⁸); the others by
+    :func:`~accountants.calibration.calibrate_rdp` on the curve (the order search of a Rényi calibration)."""
+    reference = plan_at(1.0)
+    accountant = RdpAccountant(reference.neighbouring)
+    try:
+        bounded = (
+            accountant.envelope(reference.event) is not None or accountant.pure_epsilon(reference.event) is not None
+        )
+        if bounded:
+            found = calibrate(
+                lambda x: accountant.epsilon(plan_at(x).event, accounted, orders).value, target, parameter=knob.field
+            )
+            noise = found.noise
+            conversion = accountant.epsilon(plan_at(noise).event, accounted, orders)
+        else:
+            searched = calibrate_rdp(
+                lambda x: accountant.curve(plan_at(x).event), accounted, target, orders=orders, parameter=knob.field
+            )
+            noise, conversion = searched.noise, searched.conversion
+    except UnsupportedEventError as error:
+        return AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}"), None
+    except (CalibrationError, ParameterError) as error:
+        return AccountantResult.not_applicable("rdp", str(error)), None
+    return rdp_result(conversion, knob.from_noise(noise)), noise
+
+
+def rdp_result(conversion: Conversion | None, calibrated: float | None = None) -> AccountantResult:
+    """The rdp accountant's result for a conversion: not applicable where no finite ε is certified."""
+    if conversion is None or not math.isfinite(conversion.value):
+        return AccountantResult.not_applicable("rdp", "the Rényi curve gives no finite ε at this δ")
+    method = RDP_METHOD if conversion.route is None else f"{RDP_METHOD}; here {conversion.route}"
     return AccountantResult.certified(
-        "rdp", conversion.value, RDP_METHOD, optimal_order=conversion.optimal_order, calibrated_value=calibrated
+        "rdp", conversion.value, method, optimal_order=conversion.reported_order, calibrated_value=calibrated
     )
 
 

@@ -16,7 +16,6 @@ What only the family knows stays with it: :meth:`plan`, :meth:`conventions` (its
 
 from __future__ import annotations
 
-import math
 from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -25,7 +24,7 @@ from . import gdp
 from .errors import ParameterError
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import account_plan, calibrate_plan, rdp_curve
+from .plan_accounting import account_plan, calibrate_plan
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import Accounted, CalibrationReport, Conventions, Noise, PrivacyReport, UtilityReport, choose_accountant
 
@@ -84,13 +83,11 @@ class PlannedFamily(AlgorithmFamily[P]):
         value = self._knob_value(p)
         plan = self.plan(p, d)
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, self.tight_reason(plan))
-        if not math.isfinite(answer.conversion.value):
+        if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
         chosen = choose_accountant(answer.results, query.accountant, supported=self.supported_accountants())
-        accounted = Accounted(answer.results, chosen, d, answer.conversion.optimal_order, answer.curve)
-        return accounted.privacy(
-            self.id, self.noise(p, value), self.conventions(p, plan), warnings=answer.conversion.warnings
-        )
+        accounted = Accounted(answer.results, chosen, d, answer.optimal_order, answer.curve)
+        return accounted.privacy(self.id, self.noise(p, value), self.conventions(p, plan), warnings=answer.warnings)
 
     def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
         p, d, target, grid = query.params, query.delta, query.target_epsilon, query.grid
@@ -105,8 +102,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         value = chosen.calibrated_value
         assert value is not None  # set on every applicable calibration result
         plan = plan_at(self.knob.as_noise(value))
-        conversion = account_plan(plan, d, "rdp", grid).conversion
-        accounted = Accounted(results, chosen, d, conversion.optimal_order, rdp_curve(conversion))
+        shown = account_plan(plan, d, "rdp", grid)
+        accounted = Accounted(results, chosen, d, shown.optimal_order, shown.curve)
         return accounted.calibration(
             self.id,
             self.noise(p, value),
@@ -114,7 +111,7 @@ class PlannedFamily(AlgorithmFamily[P]):
             target,
             value,
             calibrated_parameter=self.knob.field,
-            warnings=conversion.warnings,
+            warnings=shown.warnings,
             utility_reason=f"{self.id} states no utility theorem",
             paper_reason=f"{self.id} has no paper calibration of its own",
         )

@@ -20,7 +20,8 @@ event                                         Rényi curve ε(α)
 ``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
                                               mechanism at every order (Kairouz, Oh & Viswanath 2015;
                                               :func:`~accountants.mechanisms.pure_composition.pure_dp_rdp`)
-``RandomizedResponseEvent(p, k)``             the same at its ε = log(1 + k(1 − p)/p) (exact for k = 2)
+``RandomizedResponseEvent(p, k)``             exact RDP of k-ary randomized response (:func:`~accountants.
+                                              mechanisms.pure_composition.randomized_response_rdp`)
 ``BoundedRangeEvent(η, ε)``                   min(RDP of ε-DP, αη²/8) (Cesar & Rogers 2021, Lemma 3.2)
 ``ZCdpEvent(ρ, ξ)``                           ξ + ρα         (:mod:`~accountants.mechanisms.pure`)
 ``SelfComposedEvent(e, k)``                   k·ε_e(α)
@@ -29,6 +30,17 @@ event                                         Rényi curve ε(α)
 
 The Gaussian inside a sampling event may be a (self-)composition of Gaussians; it is replaced by the single
 Gaussian with the same total, multiplier (Σ zᵢ⁻²)^{−1/2}.
+
+:meth:`RdpAccountant.epsilon` converts the curve on the order grid (refined continuously) and takes two more
+certified bounds where the tree has them (:meth:`RdpAccountant.bounded`), reporting the smallest:
+
+* **the zCDP envelope**, where every leaf's curve lies below ξᵢ + ρᵢα (Gaussian: ρ = 1/(2z²), exact; zCDP: as
+  given; an ε-DP release: ρ = ε²/2, Bun & Steinke 2016, Prop. 1.4; η-bounded range: ρ = η²/8, Cesar & Rogers 2021):
+  ξ + ρα with the sums, converted exactly over real α > 1 (no grid edge: a tiny ε needs orders near 10⁸); exact for
+  trees of Gaussians and zCDP releases;
+* **the pure-DP sum**, where every leaf is ε₀-DP (pure, randomized response, Laplace with 1/b, bounded range):
+  Σ count·ε₀, the limit α → ∞ of the curve, which no finite order reaches (a single Laplace would otherwise be
+  reported above its own ε₀).
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from . import validation as check
-from .conversions import Conversion, delta_from_rdp, epsilon_from_rdp
+from .conversions import Conversion, delta_from_rdp, epsilon_for_linear_rdp, epsilon_from_rdp
 from .errors import DpcalError, ParameterError
 from .events import (
     BoundedRangeEvent,
@@ -56,11 +68,12 @@ from .events import (
     TruncatedPoissonSampledEvent,
     ZCdpEvent,
     gaussian_mu,
+    leaves,
     non_gaussian_leaf,
 )
 from .mechanisms import poisson_gaussian, sampled_wor_gaussian
 from .mechanisms.laplace import laplace_rdp
-from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
+from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp, randomized_response_rdp
 
 Neighbouring = Literal["add-remove", "replace-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = get_args(Neighbouring)
@@ -107,14 +120,63 @@ class RdpAccountant:
     def epsilon(
         self, event: DpEvent, delta: float, orders: np.ndarray | None = None, refine: bool = True
     ) -> Conversion:
-        """Smallest certified ε at ``delta`` (improved conversion), with the optimal order and warnings."""
-        return epsilon_from_rdp(self.curve(event), delta, orders, refine)
+        """Smallest certified ε at ``delta``: the improved conversion on the orders, or, with ``refine`` (continuous
+        orders), the tree's zCDP envelope or pure-DP sum where smaller (module docstring); with the optimal order (∞
+        for the pure-DP sum) and warnings. Without ``refine`` the answer is the grid's alone (as dp_accounting's)."""
+        conversion = epsilon_from_rdp(self.curve(event), delta, orders, refine)
+        return self.bounded(event, conversion, delta) if refine else conversion
+
+    def bounded(self, event: DpEvent, conversion: Conversion, delta: float) -> Conversion:
+        """``conversion`` (of ``event``'s curve at ``delta``), or the envelope's or the pure-DP sum's bound where
+        smaller."""
+        envelope = self.envelope(event)
+        if envelope is not None:
+            xi, rho = envelope
+            if xi == 0.0 or delta * delta + math.expm1(-min(rho, 745.0)) <= 0.0:  # (the TV shortcut needs ξ = 0)
+                value, order = epsilon_for_linear_rdp(rho, delta)
+                if xi + value < conversion.value:
+                    conversion = Conversion(xi + value, order, conversion.orders, conversion.rdp, (), ZCDP_ROUTE)
+        pure = self.pure_epsilon(event)
+        if pure is not None and pure < conversion.value:
+            conversion = Conversion(pure, math.inf, conversion.orders, conversion.rdp, (), PURE_ROUTE)
+        return conversion
 
     def delta(
         self, event: DpEvent, epsilon: float, orders: np.ndarray | None = None, refine: bool = True
     ) -> Conversion:
-        """Smallest certified δ at ``epsilon``, with the optimal order and warnings."""
-        return delta_from_rdp(self.curve(event), epsilon, orders, refine)
+        """Smallest certified δ at ``epsilon``, with the optimal order and warnings (0 at or above the pure-DP sum)."""
+        pure = self.pure_epsilon(event)
+        conversion = delta_from_rdp(self.curve(event), epsilon, orders, refine)
+        if pure is not None and epsilon >= pure:
+            return Conversion(0.0, math.inf, conversion.orders, conversion.rdp, (), PURE_ROUTE)
+        return conversion
+
+    def envelope(self, event: DpEvent) -> tuple[float, float] | None:
+        """(ξ, ρ) with ε(α) ≤ ξ + ρα at every order for the whole tree, where every leaf has one (else None)."""
+        xi = rho = 0.0
+        for count, leaf in leaves(event):
+            part = _leaf_envelope(leaf, self._leaf_pure_epsilon(leaf))
+            if part is None:
+                return None
+            xi, rho = xi + count * part[0], rho + count * part[1]
+        return xi, rho
+
+    def pure_epsilon(self, event: DpEvent) -> float | None:
+        """Σ count·ε₀ where every leaf is an ε₀-DP release (else None)."""
+        total = 0.0
+        for count, leaf in leaves(event):
+            eps = self._leaf_pure_epsilon(leaf)
+            if eps is None:
+                return None
+            total += count * eps
+        return total
+
+    def _leaf_pure_epsilon(self, leaf: DpEvent) -> float | None:
+        """ε₀ of a release that is ε₀-DP (pure, randomized response, Laplace, bounded range, a Poisson-sampled
+        Laplace), else None."""
+        if isinstance(leaf, PoissonSampledEvent) and isinstance(leaf.event, LaplaceEvent):
+            return self._sampled_laplace_epsilon(leaf.sampling_rate, leaf.event.noise_multiplier)
+        return _leaf_pure_epsilon(leaf)
 
     # -- interpretation -------------------------------------------------------------------------------------
 
@@ -129,9 +191,12 @@ class RdpAccountant:
         if isinstance(event, LaplaceEvent):
             scale = event.noise_multiplier
             return [(count, lambda a: laplace_rdp(scale, a))]
-        if isinstance(event, PureDpEvent | RandomizedResponseEvent):
+        if isinstance(event, PureDpEvent):
             eps = event.epsilon
             return [(count, lambda a: pure_dp_rdp(eps, a))]
+        if isinstance(event, RandomizedResponseEvent):
+            p, k = event.noise_parameter, event.num_buckets
+            return [(count, lambda a: randomized_response_rdp(p, k, a))]
         if isinstance(event, BoundedRangeEvent):
             eta = event.bounded_range
             eps = eta if event.epsilon is None else event.epsilon
@@ -139,6 +204,9 @@ class RdpAccountant:
         if isinstance(event, ZCdpEvent):
             rho, xi = event.rho, event.xi
             return [(count, lambda a: xi + rho * a)]
+        if isinstance(event, PoissonSampledEvent) and isinstance(event.event, LaplaceEvent):
+            sampled = self._sampled_laplace_epsilon(event.sampling_rate, event.event.noise_multiplier)
+            return [(count, lambda a: pure_dp_rdp(sampled, a))]
         if isinstance(event, PoissonSampledEvent):
             q, z = event.sampling_rate, self._gaussian_multiplier(event)
             if self.neighbouring == "add-remove":
@@ -181,6 +249,18 @@ class RdpAccountant:
 
         return curve
 
+    def _sampled_laplace_epsilon(self, q: float, scale: float) -> float:
+        """The pure ε₁ of a Poisson-sampled Laplace release: the largest privacy loss of its dominating pairs
+        (:mod:`accountants.pld.sampled`), log(1 + q(e^{1/b} − 1)) under add/remove (the remove direction; the add
+        one's is smaller), log(1 − q + qe^{1/b}) − log(1 − q + qe^{−1/b}) under replace-one. An ε₁-DP release."""
+        if q == 1.0:
+            return (1.0 if self.neighbouring == "add-remove" else 2.0) / scale
+        low = math.log1p(-q)
+        top = float(np.logaddexp(low, math.log(q) + 1.0 / scale))
+        if self.neighbouring == "add-remove":
+            return top
+        return top - float(np.logaddexp(low, math.log(q) - 1.0 / scale))
+
     def _gaussian_multiplier(
         self, event: PoissonSampledEvent | SampledWithoutReplacementEvent | TruncatedPoissonSampledEvent
     ) -> float:
@@ -191,6 +271,35 @@ class RdpAccountant:
                 event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {leaf!r}"
             )
         return 1.0 / gaussian_mu(event.event)
+
+
+ZCDP_ROUTE = (
+    "the tree's zCDP envelope ξ + ρα (each leaf's: Gaussian 1/(2z²), ε-DP ε²/2, bounded range η²/8, zCDP as given), "
+    "converted exactly over real orders"
+)
+PURE_ROUTE = "the sum of the releases' pure ε₀ (the Rényi curve's limit as α → ∞)"
+
+
+def _leaf_envelope(leaf: DpEvent, pure: float | None) -> tuple[float, float] | None:
+    """(ξ, ρ) of one release's zCDP envelope, where it has one (``pure``: its ε₀ where it is ε₀-DP)."""
+    if isinstance(leaf, GaussianEvent):
+        return 0.0, 0.5 / leaf.noise_multiplier**2
+    if isinstance(leaf, ZCdpEvent):
+        return leaf.xi, leaf.rho
+    if isinstance(leaf, BoundedRangeEvent):
+        return 0.0, min(leaf.bounded_range**2 / 8.0, (pure or 0.0) ** 2 / 2.0)
+    return None if pure is None else (0.0, pure * pure / 2.0)
+
+
+def _leaf_pure_epsilon(leaf: DpEvent) -> float | None:
+    """ε₀ of a release that is ε₀-DP (pure, randomized response, Laplace, bounded range), else None."""
+    if isinstance(leaf, PureDpEvent | RandomizedResponseEvent):
+        return leaf.epsilon
+    if isinstance(leaf, LaplaceEvent):
+        return 1.0 / leaf.noise_multiplier
+    if isinstance(leaf, BoundedRangeEvent):
+        return leaf.bounded_range if leaf.epsilon is None else leaf.epsilon
+    return None
 
 
 def _replace_one_by_triangle(q: float, z: float, orders: np.ndarray) -> np.ndarray:

@@ -114,7 +114,8 @@ def choose_accountant(
             raise UnsupportedAccountantError(accountant, usable, f"no certified accountant applies ({reasons})")
         pick = max if largest else min
         return pick(candidates, key=lambda r: getattr(r, key))
-    usable = (["best"] if candidates else []) + [r.name for r in applicable]
+    unasked = [r.name for r in results if r.reason == NOT_ASKED_REASON]  # not computed here: may well apply
+    usable = (["best"] if candidates or unasked else []) + [r.name for r in applicable] + unasked
     for r in results:
         if r.name == accountant:
             if not r.applicable:

@@ -34,6 +34,9 @@ PLD_METHOD = (
     "(≤ {allowance:.2g} here); a certified upper bound within ~1e-4 relative of the exact ε"
 )
 
+GDP_RTOL = 1e-9
+"""An exact (Gaussian) calibration is solved to this relative noise (each evaluation is a closed form)."""
+
 PREFIX_METHOD = "; this prefix read off the whole run's tilted spectrum (same leaves, grid, tilt), every error bounded"
 
 
@@ -114,7 +117,7 @@ def tight_calibration(
     calibrate_pld`: the noise certifies the target and the noise × (1 − 1e-4) does not. ``initial`` is a nearby
     noise (the RDP calibration). Raises :class:`CalibrationError` with the reason when the target cannot be met."""
     if gdp.is_gaussian(event_at(initial)):
-        exact = calibrate(lambda noise: gdp.epsilon(event_at(noise), delta), target, parameter=parameter)
+        exact = calibrate(lambda noise: gdp.epsilon(event_at(noise), delta), target, rtol=GDP_RTOL, parameter=parameter)
         result = AccountantResult("tight", True, exact.epsilon, "exact", GDP_METHOD, kind=Guarantee.EXACT)
         return exact.noise, result
     accountant = PldAccountant(neighbouring)

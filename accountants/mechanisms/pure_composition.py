@@ -46,6 +46,20 @@ def pure_dp_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return np.asarray(np.logaddexp(0.0, log_x - np.logaddexp(0.0, e)) / (a - 1.0))
 
 
+def randomized_response_rdp(noise_parameter: float, buckets: int, orders: np.ndarray) -> np.ndarray:
+    """Exact RDP of k-ary randomized response with noise p, one record's value changed (either order: the pair is
+    symmetric). With ε₀ = log(1 + k(1 − p)/p) and b = p/k the masses are (b·e^{ε₀}, b) on the true value, the reverse
+    on the new one and b on each of the k − 2 others, so Σ P^α Q^{1−α} − 1 = b·x with the x of
+    :func:`pure_dp_rdp` (k = 2 is that function, b = 1/(1 + e^{ε₀})): (1/(α−1))·log(1 + b·x), in log space."""
+    a = np.asarray(orders, dtype=float)
+    p, k = float(noise_parameter), int(buckets)
+    e = math.log1p(k * (1.0 - p) / p)
+    if e == 0.0:
+        return np.zeros_like(a)
+    log_x = log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e
+    return np.asarray(np.logaddexp(0.0, log_x + math.log(p / k)) / (a - 1.0))
+
+
 def bounded_range_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     """αε₀²/8: RDP of an ε₀-bounded-range mechanism (ε₀²/8-zCDP; Cesar & Rogers 2021, Lemma 3.2)."""
     return np.asarray(orders, dtype=float) * (float(epsilon0) ** 2 / 8.0)

@@ -21,7 +21,6 @@ from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
 from ..errors import CalibrationError, ParameterError
 from ..events import (
     PoissonSampledEvent,
-    RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     TruncatedPoissonSampledEvent,
     leaves,
@@ -108,12 +107,12 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
             raise
     known = (None, None) if curve is None else (curve.rdp.get(tree.releases), curve.tight.get(tree.releases))
     answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine, known=known)
-    if not math.isfinite(answer.conversion.value):
+    if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
         raise ParameterError.single("mechanism", "gives no finite ε bound at this δ", "more noise or a larger δ")
     chosen = choose_accountant(answer.results, c.accountant, supported=ACCOUNTANTS)
-    accounted = Accounted(answer.results, chosen, c.delta, answer.conversion.optimal_order, answer.curve)
+    accounted = Accounted(answer.results, chosen, c.delta, answer.optimal_order, answer.curve)
     report = accounted.privacy(
-        COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.conversion.warnings, *_warnings(tree))
+        COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.warnings, *_warnings(tree))
     )
     if curve is not None:
         report = replace(report, curve=curve.points)
@@ -160,8 +159,6 @@ def _warnings(tree: Tree) -> list[str]:
         for node in tree.algorithms
     ]
     notes.extend(tree.notes)
-    if any(isinstance(leaf, RandomizedResponseEvent) and leaf.num_buckets > 2 for _, leaf in leaves(tree.event)):
-        notes.append("randomized response with more than 2 buckets is accounted as an ε-DP release (an upper bound)")
     return notes
 
 

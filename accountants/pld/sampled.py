@@ -187,7 +187,7 @@ class ReplaceOneLaplacePair(DominatingPair):
         with np.errstate(divide="ignore", invalid="ignore"):
             level = np.log(q * math.exp(-1.0 / b) + c * np.expm1(e)) - math.log(q)  # = −(2x+1)/b or (2x−1)/b
         x = np.where(eps >= 0.0, -(b * level + 1.0) / 2.0, (b * level + 1.0) / 2.0)
-        return np.clip(np.nan_to_num(x, nan=-1.0), -1.0, 1.0)
+        return np.asarray(np.clip(np.nan_to_num(x, nan=-1.0), -1.0, 1.0))
 
     def survival(self, losses: np.ndarray) -> Survivals:
         q, b = self.sampling_rate, self.scale
@@ -207,7 +207,7 @@ class ReplaceOneLaplacePair(DominatingPair):
 def _laplace_cdf(x: np.ndarray, centre: float, scale: float) -> np.ndarray:
     """P(X ≤ x) for X ~ Lap(centre, scale), each side from its own exponential (accurate in both tails)."""
     d = (x - centre) / scale
-    return np.where(d < 0.0, 0.5 * np.exp(np.minimum(d, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(d, 0.0)))
+    return np.asarray(np.where(d < 0.0, 0.5 * np.exp(np.minimum(d, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(d, 0.0))))
 
 
 @dataclass(frozen=True)
