@@ -87,7 +87,12 @@ class UnsupportedEventError(DpcalError, ValueError):
     def __init__(self, event: DpEvent, reason: str, accountant: str = "RDP") -> None:
         self.event = event
         self.reason = reason
+        self.accountant = accountant
         super().__init__(f"{type(event).__name__} is not supported by the {accountant} accountant: {reason}")
+
+    def __reduce__(self) -> tuple[type[UnsupportedEventError], tuple[DpEvent, str, str]]:
+        # picklable with its fields (the service computes heavy answers in worker processes)
+        return type(self), (self.event, self.reason, self.accountant)
 
 
 class RdpAccountant:

@@ -26,6 +26,7 @@ from accountants.errors import (
     UnsupportedAccountantError,
 )
 from accountants.params import did_you_mean, field_issues
+from accountants.rdp import UnsupportedEventError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("dpcal")
@@ -92,6 +93,19 @@ def unknown_algorithm(algorithm: object) -> ApiProblem:
     )
 
 
+def unsupported_event(path: str, exc: UnsupportedEventError) -> ApiProblem:
+    """An accountant asked for cannot read a release of the mechanism (every accountant that can answers in the
+    report; this is for one that was required)."""
+    where = "mechanism" if path.startswith("/v1/compose") else "params"
+    return ApiProblem(
+        422,
+        "unsupported-mechanism",
+        "Mechanism not supported by the accountant",
+        str(exc),
+        errors=[{"loc": [where], "message": str(exc), "allowed": "a release the accountant reads"}],
+    )
+
+
 def params_location(issues: Iterable[FieldIssue], params_fields: Iterable[str]) -> list[FieldIssue]:
     """Library issues name a hyperparameter by itself; in the request body it sits under ``params``."""
     fields = set(params_fields)
@@ -143,6 +157,10 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
                 errors=[{"loc": ["accountant"], "message": exc.reason, "allowed": allowed}],
             ),
         )
+
+    @app.exception_handler(UnsupportedEventError)
+    async def _unsupported_event(request: Request, exc: UnsupportedEventError) -> JSONResponse:
+        return problem_response(request, unsupported_event(request.url.path, exc))
 
     @app.exception_handler(CalibrationError)
     async def _calibration(request: Request, exc: CalibrationError) -> JSONResponse:

@@ -8,6 +8,7 @@ its pipe, and exits; the service kills it when the request's budget runs out or 
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -34,18 +35,59 @@ def pin_blas_threads() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def portable(error: BaseException) -> Any:
+    """``error`` where it survives pickling unchanged; else a stand-in that unpickles to an exception of the same
+    type with the same ``args`` and attributes, built without calling its ``__init__`` (whose signature pickling
+    cannot know: an exception whose ``__init__`` takes other arguments than its ``args`` would otherwise fail to
+    unpickle in the parent, and the request would answer 500 instead of its problem document)."""
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+        if type(copy) is type(error) and copy.args == error.args:
+            return error
+    except Exception:  # any failure to round-trip: the stand-in below
+        pass
+    state = {key: value for key, value in vars(error).items() if _picklable(value)}
+    return _Rebuilt(type(error), tuple(arg for arg in error.args if _picklable(arg)), state)
+
+
+class _Rebuilt:
+    """Pickles as :func:`_rebuild` of an exception's type, args and state (see :func:`portable`)."""
+
+    def __init__(self, kind: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> None:
+        self.kind, self.args, self.state = kind, args, state
+
+    def __reduce__(self) -> tuple[Callable[..., BaseException], tuple[Any, ...]]:
+        return _rebuild, (self.kind, self.args, self.state)
+
+
+def _rebuild(kind: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    error = kind.__new__(kind)
+    error.args = args
+    vars(error).update(state)
+    return error
+
+
+def _picklable(value: object) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
 def family_operation(algorithm: str, operation: str, *args: Any) -> Any:
     """``registry.get(algorithm).<operation>(*args)``."""
     return getattr(registry.get(algorithm), operation)(*args)
 
 
 def answer(connection: Connection, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    """Run ``function(*args)`` and send ("ok", report) or ("error", exception)."""
+    """Run ``function(*args)`` and send ("ok", report) or ("error", exception) — the exception as :func:`portable`
+    makes it, so the parent raises one of the same type with the same fields and answers it as it would in-process."""
     exit_with_parent(os.getppid())  # the fork server, which ends with the service
     try:
         outcome: tuple[str, Any] = ("ok", function(*args))
     except Exception as error:
-        outcome = ("error", error)
+        outcome = ("error", portable(error))
     try:
         connection.send(outcome)
     except Exception as error:  # an unpicklable answer is a bug: say so rather than hang the request

@@ -1,28 +1,9 @@
 """The privacy-loss-distribution accountant: interprets an event tree as dominating pairs, composes, answers.
 
 ``PldAccountant(neighbouring).epsilon(event, delta)`` returns a certified upper bound on the smallest ε at δ of the
-adaptive composition described by ``event``; ``.delta(event, epsilon)`` the converse. Supported events and the pair
-each leaf becomes (:mod:`accountants.pld.pairs`):
-
-=====================================================  ==============================================================
-event                                                  pair(s)
-=====================================================  ==============================================================
-``GaussianEvent(z)``                                   N(1/z, 1) vs N(0, 1); a tree of Gaussians is merged into one
-``LaplaceEvent(b)``                                    Lap(1, b) vs Lap(0, b)
-``PureDpEvent(ε)``, ``BoundedRangeEvent(η, ε)``,       randomized response with ε (sound for any ε-DP release; not
-``RandomizedResponseEvent``                            tight for bounded range, whose own accountant is, nor for
-                                                       k-ary randomized response with k > 2)
-``PoissonSampledEvent(q, Gaussian… | Laplace)``        add/remove: the remove pair and, separately, the add pair;
-                                                       replace-one (Gaussian only): the replace pair
-``SampledWithoutReplacementEvent(n, m, Gaussian…)``    replace-one only: the symmetrized remove pair at γ = m/n
-``TruncatedPoissonSampledEvent(n, q, B, Gaussian…)``   add/remove only: the mixture (revealed coin) of the Poisson
-                                                       pair (no cut, 1 − p) and the replace-one pair at q′ with
-                                                       multiplier z/2 (a cut, p) (arXiv 2508.15089)
-``SelfComposedEvent``, ``ComposedEvent``               counts and heterogeneous composition
-=====================================================  ==============================================================
-
-Under add/remove, every release of a composition sees the same ordered pair of datasets, so the composition is
-accounted once with every leaf's remove pair and once with every add pair, and δ is the larger (ZDW22).
+adaptive composition described by ``event``; ``.delta(event, epsilon)`` the converse, ``.delta_curve`` δ at many ε
+from one composition (non-increasing by construction). Which pair each release becomes, and in which direction, is
+:mod:`accountants.pld.reading`.
 
 Each direction is computed in passes on finer and finer grids (``_Passes``): a probe on ~2,000 knots per leaf
 locates the answer and the tilt; each next pass uses a grid up to 64× finer and a window around the previous answer,
@@ -35,7 +16,7 @@ and reported).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -43,37 +24,14 @@ import numpy as np
 
 from .. import validation as check
 from ..errors import ParameterError
-from ..events import (
-    BoundedRangeEvent,
-    ComposedEvent,
-    DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledEvent,
-    PureDpEvent,
-    RandomizedResponseEvent,
-    SampledWithoutReplacementEvent,
-    SelfComposedEvent,
-    TruncatedPoissonSampledEvent,
-    gaussian_mu,
-    non_gaussian_leaf,
-)
+from ..events import DpEvent
 from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
 from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
 from .curve import CirclePlan, PrefixCircle
 from .discrete import LeafPld, connect_the_dots, wanted_grid
-from .pairs import BasePair, DominatingPair, GaussianPair, LaplacePair, pure_pair, randomized_response_pair
-from .sampled import (
-    MixturePair,
-    PoissonAddPair,
-    PoissonRemovePair,
-    ReplaceOneLaplacePair,
-    ReplaceOnePoissonPair,
-    SymmetrizedPair,
-)
+from .pairs import DominatingPair
+from .reading import Leaves, directed_leaves
 from .window import LogMgf, WindowTooWide, plan_window
-
-Leaves = list[tuple[int, DominatingPair]]
 
 PROBE_KNOTS = 2048
 """Knots across the widest leaf in the first pass."""
@@ -264,126 +222,8 @@ class PldAccountant:
     # -- interpretation --------------------------------------------------------------------------------------
 
     def directions(self, event: DpEvent) -> list[_Direction]:
-        """The leaves of each direction to account (one for symmetric pairs, two for add/remove sampling)."""
-        pairs = list(self._leaves(event, 1))
-        if all(pair.symmetric for _, pair in pairs):
-            return [_Direction(_merged(pairs))]
-        remove = [(c, p if p.symmetric else _as_remove(p)) for c, p in pairs]
-        add = [(c, p if p.symmetric else _as_add(p)) for c, p in pairs]
-        return [_Direction(_merged(remove)), _Direction(_merged(add))]
-
-    def _leaves(self, event: DpEvent, count: int) -> Iterable[tuple[int, DominatingPair]]:
-        if isinstance(event, SelfComposedEvent):
-            yield from self._leaves(event.event, count * event.count)
-        elif isinstance(event, ComposedEvent):
-            for inner in event.events:
-                yield from self._leaves(inner, count)
-        elif isinstance(event, GaussianEvent):
-            yield count, GaussianPair(1.0 / event.noise_multiplier)
-        elif isinstance(event, LaplaceEvent):
-            yield count, LaplacePair(event.noise_multiplier)
-        elif isinstance(event, RandomizedResponseEvent):
-            yield count, randomized_response_pair(event.noise_parameter, event.num_buckets)
-        elif isinstance(event, PureDpEvent | BoundedRangeEvent):
-            yield count, pure_pair(float(event.epsilon or 0.0))
-        elif isinstance(event, PoissonSampledEvent):
-            yield count, self._poisson(event)
-        elif isinstance(event, TruncatedPoissonSampledEvent):
-            yield count, self._truncated(event)
-        elif isinstance(event, SampledWithoutReplacementEvent):
-            if self.neighbouring != "replace-one":
-                raise UnsupportedEventError(
-                    event, "sampling without replacement is accounted under replace-one neighbours only", "PLD"
-                )
-            mu = _gaussian_tree_mu(event, event.event)
-            gamma = event.sample_size / event.dataset_size
-            yield count, SymmetrizedPair(PoissonRemovePair(GaussianPair(mu), gamma))
-        else:
-            raise UnsupportedEventError(event, "no dominating pair is known for this event type", "PLD")
-
-    def _truncated(self, event: TruncatedPoissonSampledEvent) -> DominatingPair:
-        if self.neighbouring != "add-remove":
-            raise UnsupportedEventError(
-                event, "truncated Poisson sampling is accounted under add/remove neighbours only", "PLD"
-            )
-        mu = _gaussian_tree_mu(event, event.event)
-        cut, q_cut = event.truncation()
-        plain = _SampledPair(GaussianPair(mu), event.sampling_rate)
-        if cut == 0.0:
-            return plain
-        return _TruncatedPair(plain, cut, ReplaceOnePoissonPair(q_cut, 0.5 / mu))
-
-    def _poisson(self, event: PoissonSampledEvent) -> DominatingPair:
-        base: BasePair
-        if isinstance(event.event, LaplaceEvent):
-            if self.neighbouring == "replace-one":
-                return ReplaceOneLaplacePair(event.sampling_rate, event.event.noise_multiplier)
-            base = LaplacePair(event.event.noise_multiplier)
-        else:
-            mu = _gaussian_tree_mu(event, event.event)
-            if self.neighbouring == "replace-one":
-                return ReplaceOnePoissonPair(event.sampling_rate, 1.0 / mu)
-            base = GaussianPair(mu)
-        return _SampledPair(base, event.sampling_rate)
-
-
-@dataclass(frozen=True)
-class _SampledPair(DominatingPair):
-    """A Poisson-sampled base pair before the direction is chosen (add/remove)."""
-
-    base: BasePair
-    sampling_rate: float
-    symmetric = False
-
-    def survival(self, losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return PoissonRemovePair(self.base, self.sampling_rate).survival(losses)
-
-    def loss_range(self, tail: float) -> tuple[float, float]:
-        return PoissonRemovePair(self.base, self.sampling_rate).loss_range(tail)
-
-
-@dataclass(frozen=True)
-class _TruncatedPair(DominatingPair):
-    """A truncated Poisson-sampled Gaussian before the direction is chosen: no cut (the Poisson pair) with probability
-    1 − ``cut``, else the symmetric replace-one pair ``displaced``."""
-
-    plain: _SampledPair
-    cut: float
-    displaced: DominatingPair
-    symmetric = False
-
-    def directed(self, add: bool) -> DominatingPair:
-        inner = _as_add(self.plain) if add else _as_remove(self.plain)
-        return MixturePair(((1.0 - self.cut, inner), (self.cut, self.displaced)))
-
-    def survival(self, losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.directed(add=False).survival(losses)
-
-    def loss_range(self, tail: float) -> tuple[float, float]:
-        return self.directed(add=False).loss_range(tail)
-
-
-def _as_remove(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair):
-        return pair.directed(add=False)
-    assert isinstance(pair, _SampledPair)
-    return PoissonRemovePair(pair.base, pair.sampling_rate)
-
-
-def _as_add(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair):
-        return pair.directed(add=True)
-    assert isinstance(pair, _SampledPair)
-    return PoissonAddPair(pair.base, pair.sampling_rate)
-
-
-def _gaussian_tree_mu(event: DpEvent, inner: DpEvent) -> float:
-    leaf = non_gaussian_leaf(inner)
-    if leaf is not None:
-        raise UnsupportedEventError(
-            event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {leaf!r}", "PLD"
-        )
-    return gaussian_mu(inner)
+        """The leaves of each direction to account (:func:`~accountants.pld.reading.directed_leaves`)."""
+        return [_Direction(leaves) for leaves in directed_leaves(event, self.neighbouring)]
 
 
 CACHED_LEAF_KNOTS = 1 << 17
@@ -406,21 +246,6 @@ def _near(value: float, guess: float) -> bool:
     return 0.5 * guess <= value <= 2.0 * guess
 
 
-def _merged(leaves: Leaves) -> Leaves:
-    """Equal pairs' counts added; all plain Gaussians merged into one (μ = (Σ c μ²)^½, count 1: exact)."""
-    counts: dict[DominatingPair, int] = {}
-    gaussian = 0.0
-    for count, pair in leaves:
-        if isinstance(pair, GaussianPair):
-            gaussian += count * pair.mu * pair.mu
-        else:
-            counts[pair] = counts.get(pair, 0) + count
-    merged = [(count, pair) for pair, count in counts.items()]
-    if gaussian > 0.0:
-        merged.append((1, GaussianPair(math.sqrt(gaussian))))
-    return merged
-
-
 # -- passes: a probe, then finer grids ------------------------------------------------------------------------------
 
 
@@ -441,7 +266,7 @@ class _Passes:
         releases = 1 << (self.steps - 1).bit_length()
         tail = max(TAIL_SHARE * scale / releases, 1e-300)
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
-        self.widest = max(max(hi - lo for lo, hi in self.ranges), 1e-12)
+        self.widest = max(max((hi - lo for lo, hi in self.ranges), default=0.0), 1e-12)
         self.last_built: list[tuple[int, LeafPld]] = []
         self.log_mgf: LogMgf | None = None
         self.last_plan: CirclePlan | None = None
@@ -454,6 +279,8 @@ class _Passes:
         not within a factor 2 of it is discarded for a probe."""
         grid = self.widest / PROBE_KNOTS
         self.best_plan = None
+        if not self.leaves:  # nothing about the record is released: ε = 0 and δ(ε) = 0, exactly
+            return PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
         hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
         last_grid = math.inf
         if start is not None:

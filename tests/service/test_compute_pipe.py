@@ -42,3 +42,64 @@ def test_an_answer_written_in_two_pieces_is_read_whole(tmp_path):
         status, value = runner.run(compute._wait(_StayingClient(), _Running(None, reader)))  # type: ignore[arg-type]
     thread.join()
     assert (status, value) == ("ok", "x" * 200_000)
+
+
+class _OddError(ValueError):
+    """An exception whose ``__init__`` takes other arguments than its ``args`` (plain pickling cannot rebuild it)."""
+
+    def __init__(self, code: int, words: str) -> None:
+        self.code = code
+        super().__init__(f"{words} ({code})")
+
+
+def _raise_odd() -> None:
+    raise _OddError(7, "odd failure")
+
+
+def _raise_unsupported() -> None:
+    from accountants.events import LaplaceEvent, PoissonSampledEvent
+    from accountants.rdp import UnsupportedEventError
+
+    raise UnsupportedEventError(PoissonSampledEvent(0.1, LaplaceEvent(1.0)), "a reason", "PLD")
+
+
+def _child_outcome(function: object) -> tuple[str, object]:
+    """What the parent reads when a heavy-request process runs ``function`` (app.worker.answer in a forked child)."""
+    from app import worker
+
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(target=worker.answer, args=(writer, function, ()))
+    process.start()
+    writer.close()
+    outcome = reader.recv()
+    process.join(timeout=10)
+    return outcome
+
+
+def test_an_error_raised_in_the_worker_arrives_as_the_same_exception():
+    status, error = _child_outcome(_raise_odd)
+    assert status == "error" and type(error) is _OddError
+    assert str(error) == "odd failure (7)" and error.code == 7  # type: ignore[attr-defined]
+
+
+def test_an_unsupported_event_in_the_worker_gets_the_problem_it_would_in_process():
+    from app.problems import unsupported_event
+
+    status, error = _child_outcome(_raise_unsupported)
+    assert status == "error"
+    in_process = unsupported_event("/v1/compose", _unsupported())
+    from_child = unsupported_event("/v1/compose", error)  # type: ignore[arg-type]
+    assert (from_child.status, from_child.detail, from_child.extensions) == (
+        in_process.status,
+        in_process.detail,
+        in_process.extensions,
+    )
+
+
+def _unsupported() -> Exception:
+    try:
+        _raise_unsupported()
+    except Exception as error:
+        return error
+    raise AssertionError("unreachable")

@@ -26,17 +26,19 @@ Accountants (k adaptively composed mechanisms):
 * ``paper``: Proposition 3.3 through Corollary 3.6 as printed [R]: ε = 2√(2k log(1/δ))·ε₀ with the paper's count,
   valid only when ε ≤ 8 log(1/δ).
 * ``rdp``: per order the minimum of the bounded-range zCDP bound α·ε_BR²/8 (Cesar & Rogers 2021) and the exact RDP of
-  ε₀-DP (randomized response), times k; improved conversion (Balle et al. 2020) on the order grid, or over real α
-  for the bounded-range part alone where that is smaller (tiny ρ have optimal orders beyond any grid).
-* ``tight``: the smaller of two optimal compositions, both valid adaptively. (a) For ε₀-bounded-range samples
-  (Algorithms 1 and 3), the optimal *adaptive* composition of k ε₀-BR mechanisms, evaluated numerically and
-  pessimistically (:mod:`accountants.mechanisms.bounded_range_composition`: exact Bellman recursion over the
-  generalised randomised responses on blocks of 64 samples, blocks composed by FFT); it is below ``rdp`` (an
-  upper bound for the same class) up to its discretisation, a few per cent of the gap (spec §5, k = 1000:
-  0.374 vs rdp 0.400; the non-adaptive t = ½ strategy, KOV at ε₀/2, gives 0.369 from below). (b) The optimal
-  composition of k ε₀-DP mechanisms (Kairouz, Oh & Viswanath 2015), which is optimal for the larger class of pure
-  ε₀-DP mechanisms and answers where (a) does not apply: Algorithm 5's samples are ε₀-DP with bounded range 2ε₀,
-  which adds nothing to pure DP, so there (b) is already optimal for the class.
+  ε₀-DP (randomized response), times k; improved conversion (Balle et al. 2020) on the order grid, or the zCDP
+  envelope over real α (tiny ρ have optimal orders beyond any grid), or kε₀, whichever is smallest (the spine's RDP
+  accountant).
+* ``tight``: the spine's PLD accountant on the plan (:mod:`accountants.pld.bounded_range`): the samples as blocks of
+  64 adaptive steps of the class (ε₀-DP, bounded range (range ratio)·ε₀), each block's dominating pair from the exact
+  Bellman recursion over the generalised randomised responses, composed with every other release. For Algorithms 1
+  and 3 this is the optimal adaptive composition of ε₀-bounded-range mechanisms up to its lattice and blocks (spec
+  §5, k = 1000: 0.374 vs rdp 0.400; the non-adaptive t = ½ strategy, KOV at ε₀/2, gives 0.369 from below); for
+  Algorithm 5, whose samples are ε₀-DP with bounded range 2ε₀ (which adds nothing to pure DP), it is the optimal
+  composition of ε₀-DP mechanisms (Kairouz, Oh & Viswanath 2015).
+
+``/v1/privacy`` and ``/v1/compose`` with an ``algorithm`` node give the same rdp, tight and best: both are the
+spine's accountants on :func:`~.privacy.mechanism_plan`.
 
 Modules: ``params``, ``plan`` (the sampling schedule), ``privacy`` (every accountant and its calibration), ``utility``,
 ``text`` (wording), ``family``, ``simulate`` (matrix games and linear losses with a transcript audit), ``card.toml``.
@@ -47,7 +49,7 @@ from __future__ import annotations
 from .family import PrivateMirrorDescent
 from .params import PrivateMirrorDescentParams
 from .plan import Schedule, schedule
-from .privacy import _bounded_range_epsilon, account, bounded_range_optimum, paper_epsilon, paper_stepsize, rdp_curve
+from .privacy import account, mechanism_plan, paper_epsilon, paper_stepsize, rdp_curve
 from .simulate import MirrorDescentProblem, MirrorDescentSimulator, game_value, gap
 from .utility import (
     explicit_gap_bound,
@@ -66,13 +68,12 @@ __all__ = [
     "PrivateMirrorDescent",
     "PrivateMirrorDescentParams",
     "Schedule",
-    "_bounded_range_epsilon",
     "account",
-    "bounded_range_optimum",
     "explicit_gap_bound",
     "game_value",
     "gap",
     "lower_bound_ssp",
+    "mechanism_plan",
     "paper_epsilon",
     "paper_parameters",
     "paper_stepsize",

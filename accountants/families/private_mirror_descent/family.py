@@ -7,16 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import CalibrationError
-from ...events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
 from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
-from ...mechanisms.pure_composition import MAX_COMPOSITIONS
 from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
 from .params import ALGORITHM_ID, SOURCE, PrivateMirrorDescentParams
 from .plan import schedule
-from .privacy import _calibrations, _order, _paper_calibration, account
+from .privacy import _calibrations, _order, _paper_calibration, account, mechanism_plan
 from .text import _bound_results, _conventions, _curve, _releases, _results, _stepsize, _warnings
 from .utility import _recommendations, _utility_report
 
@@ -26,7 +24,7 @@ from .utility import _recommendations, _utility_report
 @register
 class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
     id = ALGORITHM_ID
-    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE, MAX_COMPOSITIONS=MAX_COMPOSITIONS)
+    card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = PrivateMirrorDescentParams
     accountants = ("rdp", "tight", "paper")
     calibrated_parameter = "stepsize"
@@ -39,8 +37,8 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
         accountant: str = "best",
     ) -> Cost:
         """Heavy for privacy and calibration with the tight accountant (``tight``, or ``best``, which needs its
-        value): it evaluates the optimal bounded-range composition (a Bellman recursion composed by FFT, ~0.1 s),
-        and calibration searches over it. ``rdp`` and utility are cheap."""
+        value): the PLD accountant composes blocks of the optimal bounded-range recursion (~0.1 s), and calibration
+        searches over it. ``rdp`` and utility are cheap."""
         self.parse(params)
         asks_tight = operation is not Operation.UTILITY and accountant != "rdp"
         return Cost.HEAVY if asks_tight else Cost.CHEAP
@@ -49,11 +47,7 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
         """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
         neighbours of fixed size n, seed 001 §1.3); with k = 0 nothing depends on the data."""
         p = self.parse(params)
-        sched = schedule(p)
-        e0 = sched.epsilon0(_stepsize(p))
-        sample = BoundedRangeEvent(sched.range_ratio * e0, e0)
-        event = SelfComposedEvent(sample, sched.count) if sched.count else PureDpEvent(0.0)
-        return MechanismPlan(event, "replace-one")
+        return mechanism_plan(schedule(p), _stepsize(p))
 
     # -- privacy ------------------------------------------------------------------------------------------------------
 

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from ...conversions import Conversion, epsilon_from_rdp
+from ...conversions import Conversion, epsilon_for_linear_rdp, epsilon_from_rdp
 from ...errors import ParameterError
 from ...mechanisms.pure_composition import (
-    MAX_COMPOSITIONS,
     advanced_composition_epsilon,
     bounded_range_rdp,
     drv_epsilon,
@@ -20,15 +19,11 @@ from .params import SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
 from .privacy import (
     _BR_NAME,
-    _BR_OPTIMUM_NAME,
     _PAPER_METHOD,
     _PURE_RDP_NAME,
     _RDP_METHOD,
     Accounting,
-    _linear_epsilon,
-    _order,
     _paper_condition,
-    _tight_method,
     rdp_labels,
 )
 
@@ -53,11 +48,8 @@ def _curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
 
 
 def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
-    results = [AccountantResult.certified("rdp", acc.rdp.value, _RDP_METHOD, optimal_order=_order(acc.rdp))]
-    if acc.tight is None:
-        results.append(AccountantResult.not_applicable("tight", acc.tight_reason or acc.bounded_range_reason or ""))
-    else:
-        results.append(AccountantResult.certified("tight", acc.tight, _tight_method(acc)))
+    """The spine's rdp and tight results, and the paper's statement."""
+    results = list(acc.results)
     if acc.paper_valid:
         results.append(
             AccountantResult(
@@ -152,14 +144,8 @@ def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, d
         notes.append(_paper_condition(acc.paper, delta))
     if acc.tight is not None and acc.tight > acc.rdp.value:
         notes.append(
-            "the tight accountant exceeds the rdp bound here: "
-            + (
-                "the optimal bounded-range composition is "
-                + (acc.bounded_range_reason or "")
-                + ", and the optimal pure-DP composition is for a larger class than these bounded-range samples"
-                if acc.bounded_range is None
-                else "its discretisation costs more than the rdp bound's slack at this budget"
-            )
+            "the tight accountant exceeds the rdp bound here: its lattice and blocks of 64 samples cost more than the "
+            "rdp bound's slack at this budget"
         )
     if sched.variant == "sco":
         notes.append(
@@ -167,6 +153,16 @@ def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, d
             "same zCDP, Δ'²/2)"
         )
     return notes
+
+
+_OPTIMUM_NAME = (
+    "Optimal adaptive composition of the vertex samples (ε₀-DP, bounded range (range ratio)·ε₀; the tight accountant)"
+)
+
+
+def _linear_epsilon(rho: float, delta: float) -> float:
+    """ε of the curve ρα at δ, converted exactly over real α."""
+    return epsilon_for_linear_rdp(rho, delta)[0] if rho > 0.0 else 0.0
 
 
 def _bound_results(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
@@ -201,7 +197,7 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
             None,
             always,
             tuple(float(v) for v in br),
-            _linear_epsilon(k * (sched.range_ratio * e0) ** 2 / 8.0, delta)[0],
+            _linear_epsilon(k * (sched.range_ratio * e0) ** 2 / 8.0, delta),
             False,
             "every vertex sample",
         ),
@@ -220,36 +216,22 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
 
 
 def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
-    """The optimal compositions (bounded range, KOV), the advanced-composition bounds and Corollary 3.6 as printed."""
+    """The optimal adaptive composition (the tight accountant), the advanced-composition bounds and Corollary 3.6 as
+    printed."""
     e0 = sched.epsilon0(eta)
     k = sched.count
     always = (Assumption("none (adaptive composition of the vertex samples)", True),)
     return [
         BoundResult(
-            _BR_OPTIMUM_NAME,
+            _OPTIMUM_NAME,
             "Bellman recursion over generalised randomised responses (Dong, Durfee & Rogers 2020 reduce bounded range "
-            "to them); accountants/mechanisms/bounded_range_composition.py",
-            acc.bounded_range is not None,
-            acc.bounded_range_reason,
-            (
-                Assumption(
-                    "every sample is ε₀-bounded-range", sched.range_ratio == 1.0, f"range {sched.range_ratio:g}·ε₀"
-                ),
-            ),
+            "to them) on blocks of 64 samples, composed by the PLD accountant (accountants/pld/bounded_range.py)",
+            acc.tight is not None,
+            acc.results[1].reason,
+            always,
             None,
-            acc.bounded_range,
-            chosen == "tight" and acc.bounded_range is not None and acc.tight == acc.bounded_range,
-            "every vertex sample",
-        ),
-        BoundResult(
-            "Optimal composition of pure ε₀-DP mechanisms",
-            "Kairouz, Oh & Viswanath 2015, Thm. 3.3",
-            acc.kov is not None,
-            acc.tight_reason,
-            (Assumption(f"k ≤ {MAX_COMPOSITIONS:.0e}", k <= MAX_COMPOSITIONS, f"k = {k}"),),
-            None,
-            acc.kov,
-            chosen == "tight" and acc.kov is not None and acc.tight == acc.kov,
+            acc.tight,
+            chosen == "tight",
             "every vertex sample",
         ),
         BoundResult(

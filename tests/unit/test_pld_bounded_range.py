@@ -1,6 +1,7 @@
-"""The optimal adaptive composition of ε-bounded-range mechanisms (accountants/mechanisms/bounded_range_composition):
-checked against the exact one-step supremum, a brute-force two-step adaptive optimum, a 40-digit reference of the
-lattice recursion, the non-adaptive lower bound (randomised response with ε/2 is ε-BR) and the RDP upper bound."""
+"""Bounded-range releases in the PLD accountant (accountants/pld/bounded_range): the optimal adaptive composition of
+ε-bounded-range mechanisms checked against the exact one-step supremum, a brute-force two-step adaptive optimum, a
+40-digit reference of the lattice recursion, the non-adaptive lower bound (randomised response with ε/2 is ε-BR, KOV's
+exact sum) and the RDP upper bound; the class ε-DP with range 2ε is randomised response."""
 
 from __future__ import annotations
 
@@ -12,10 +13,32 @@ import pytest
 
 from accountants.conversions import DEFAULT_ORDERS, epsilon_from_rdp
 from accountants.errors import ParameterError
-from accountants.mechanisms.bounded_range_composition import BoundedRangeComposition, worst_case_profiles
-from accountants.mechanisms.pure_composition import bounded_range_rdp, kov_epsilon, pure_dp_rdp
+from accountants.events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
+from accountants.mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
+from accountants.pld import PldAccountant
+from accountants.pld.bounded_range import worst_case_profiles
+
+from ..support.kov import kov_epsilon
 
 T_DENSE = np.linspace(0.0, 1.0, 100_001)
+ACCOUNTANT = PldAccountant("replace-one")
+
+
+class BoundedRangeComposition:
+    """k adaptive ε-bounded-range releases, asked of the PLD accountant."""
+
+    def __init__(self, width: float, count: int, epsilon: float | None = None) -> None:
+        self.event = SelfComposedEvent(BoundedRangeEvent(width, epsilon), count)
+
+    @classmethod
+    def build(cls, width: float, count: int, epsilon: float | None = None) -> BoundedRangeComposition:
+        return cls(width, count, epsilon)
+
+    def delta(self, epsilon: float) -> float:
+        return ACCOUNTANT.delta(self.event, epsilon).value
+
+    def epsilon(self, delta: float) -> float:
+        return ACCOUNTANT.epsilon(self.event, delta).value
 
 
 def grr_profile(eps: np.ndarray | float, width: float, t: np.ndarray = T_DENSE) -> np.ndarray:
@@ -136,9 +159,31 @@ def test_the_spec_accounting_check_halves_kov():
 
 
 def test_rejections_name_the_field():
-    with pytest.raises(ParameterError, match="width"):
-        BoundedRangeComposition.build(400.0, 10)
     with pytest.raises(ParameterError, match="count"):
         BoundedRangeComposition.build(0.1, 0)
     with pytest.raises(ParameterError, match="delta"):
-        BoundedRangeComposition.build(0.001, 10**8).epsilon(1e-12)
+        BoundedRangeComposition.build(0.1, 100).epsilon(0.0)
+
+
+def test_a_width_too_large_for_the_lattice_is_its_pure_epsilon():
+    """Nodes beyond ±600 would overflow e^x: such releases are read as ε-DP (randomised response), still a bound."""
+    wide = BoundedRangeComposition.build(400.0, 3).epsilon(1e-6)
+    assert wide == pytest.approx(ACCOUNTANT.epsilon(SelfComposedEvent(PureDpEvent(400.0), 3), 1e-6).value)
+
+
+@pytest.mark.parametrize(("eps0", "count", "delta"), [(0.1, 100, 1e-6), (0.02, 3000, 1e-8), (1.0, 7, 1e-3)])
+def test_pure_dp_with_twice_its_range_is_randomised_response_within_1e4_of_kov(eps0, count, delta):
+    """ε-DP with bounded range 2ε (Algorithm 5's mixture): the range adds nothing, the class's worst pair is
+    randomised response with ε, whose k-fold composition KOV sums exactly."""
+    ours = BoundedRangeComposition.build(2 * eps0, count, eps0).epsilon(delta)
+    exact = kov_epsilon(count, eps0, delta)
+    assert exact <= ours * (1 + 1e-9) and ours <= exact * (1 + 1e-4) + 1e-6
+
+
+def test_between_the_classes_is_between_their_compositions():
+    """ε-DP with range 1.5ε: at most pure bounded range 1.5ε and pure ε-DP, at least either's lower bound."""
+    eps0, count, delta = 0.02, 2000, 1e-7
+    both = BoundedRangeComposition.build(1.5 * eps0, count, eps0).epsilon(delta)
+    assert both <= BoundedRangeComposition.build(1.5 * eps0, count).epsilon(delta) * (1 + 1e-9)
+    assert both <= kov_epsilon(count, eps0, delta) * (1 + 1e-4)
+    assert both >= kov_epsilon(count, 0.75 * eps0, delta)  # randomised response with 0.75ε is in the class
