@@ -29,8 +29,8 @@ from accountants.mechanisms.pure_composition import (
     drv_epsilon,
     pure_dp_rdp,
 )
-from accountants.pld import PldAccountant
 from accountants.planning import plan_job
+from accountants.pld import PldAccountant
 from accountants.reports import NOT_ASKED_REASON, AccountantResult, choose_accountant
 from accountants.verification import block_sizes, run_block, summarize
 
