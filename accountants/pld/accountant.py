@@ -29,7 +29,8 @@ from ..rdp import NEIGHBOURING_RELATIONS, Neighbouring, UnsupportedEventError
 from .composition import EXTENDED_U, TiltedComposition, Window, fft_rtol
 from .curve import CirclePlan, PrefixCircle
 from .discrete import LeafPld, connect_the_dots, wanted_grid
-from .pairs import DominatingPair
+from .lower import LowerComposition, lower_leaves
+from .pairs import ATOM_SNAP, DominatingPair, common_spacing
 from .reading import Leaves, directed_leaves
 from .window import LogMgf, WindowTooWide, plan_window
 
@@ -61,6 +62,10 @@ START_KNOTS = 512
 """From a start, K(θ) is tabulated on leaves of this many knots (it only plans the window)."""
 START_LOW = 0.8
 """From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
+MAX_ATOM_DIVISIONS = 1 << 24
+"""A grid through the atoms divides their spacing into at most this many steps (else the ladder's grid is used)."""
+LOWER_WINDOW_MOVES = 4
+"""Most windows the lower bound tries, each further down (it usually lies in the upper answer's own)."""
 FFT_SHARE = 1e-4
 EXTENDED_GAIN = EXTENDED_U / (float(np.finfo(float).eps) / 2.0)
 """How much smaller the FFT's rounding is in extended precision (≈ 1/2048 with x87 long double)."""
@@ -93,6 +98,8 @@ class PldAnswer:
     passes: int = 1
     by_direction: tuple[float, ...] = ()
     """Each direction's value: where a nearby query (calibration) may start."""
+    lower: float | None = None
+    """A certified lower bound on the exact ε of the same pairs (:mod:`accountants.pld.lower`), where computed."""
 
 
 @dataclass
@@ -119,18 +126,19 @@ class PldAccountant:
 
     # -- answers ---------------------------------------------------------------------------------------------
 
-    def epsilon(self, event: DpEvent, delta: float, near: PldAnswer | None = None) -> PldAnswer:
+    def epsilon(self, event: DpEvent, delta: float, near: PldAnswer | None = None, lower: bool = False) -> PldAnswer:
         """Certified upper bound on the smallest ε with δ(ε) ≤ ``delta`` (the worse direction).
 
         ``near``: an answer for a nearby event of the same shape (e.g. another noise in a calibration); each
         direction then starts around its value, on the grid that value asks for, instead of probing (same guarantee,
-        less work)."""
-        return self.epsilon_and_plans(event, delta, near)[0]
+        less work). ``lower``: also a certified lower bound (:attr:`PldAnswer.lower`)."""
+        return self.epsilon_and_plans(event, delta, near, lower)[0]
 
     def epsilon_and_plans(
-        self, event: DpEvent, delta: float, near: PldAnswer | None = None
+        self, event: DpEvent, delta: float, near: PldAnswer | None = None, lower: bool = False
     ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...]]:
-        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses)."""
+        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses and
+        :meth:`lower_epsilon` composes the optimistic leaves on)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
@@ -149,7 +157,11 @@ class PldAccountant:
             )
         by_direction = tuple(a.value for a in answers)
         plans = tuple(run.best_plan for run in passes)
-        return replace(worst, directions=len(answers), by_direction=by_direction), plans
+        bound = None
+        if lower:
+            bounds = [b for b in (run.lower_epsilon() for run in passes) if b is not None]
+            bound = max(bounds) if bounds else None
+        return replace(worst, directions=len(answers), by_direction=by_direction, lower=bound), plans
 
     def prefix_epsilons(
         self, plans: Sequence[CirclePlan | None], events: Sequence[DpEvent], delta: float
@@ -266,6 +278,8 @@ class _Passes:
         releases = 1 << (self.steps - 1).bit_length()
         tail = max(TAIL_SHARE * scale / releases, 1e-300)
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
+        self.spacing = common_spacing(atom for _, pair in self.leaves for atom in pair.atoms())
+        """Where the releases' atoms share a spacing, the grids of the answer divide it (atoms on knots)."""
         self.widest = max(max((hi - lo for lo, hi in self.ranges), default=0.0), 1e-12)
         self.last_built: list[tuple[int, LeafPld]] = []
         self.log_mgf: LogMgf | None = None
@@ -333,6 +347,42 @@ class _Passes:
                 self.log_mgf = LogMgf(self.last_built)
             grid = target if grid / target <= 2 * MAX_REFINEMENT else grid / MAX_REFINEMENT
 
+    def lower_epsilon(self) -> float | None:
+        """A certified lower bound on this direction's exact ε at δ (:mod:`accountants.pld.lower`): the optimistic
+        leaves composed on the circle of the reported answer, the window moved down (up to
+        :data:`LOWER_WINDOW_MOVES` times) where the bound lies below it; 0 for nothing released or where no bound
+        above 0 is found, None without an answer to start from."""
+        plan = self.best_plan
+        if not self.leaves:
+            return 0.0
+        if plan is None or self.delta is None or not math.isfinite(plan.value):
+            return None
+        if plan.value == 0.0:
+            return 0.0
+        counts = [count for count, _ in self.leaves]
+        optimistic = list(zip(counts, lower_leaves(plan.pairs, plan.leaves), strict=True))
+        window, grid = plan.window, plan.leaves[0].grid
+        for _ in range(LOWER_WINDOW_MOVES):
+            composed = LowerComposition(optimistic, plan.theta, window)
+            found = composed.epsilon(self.delta, plan.value)
+            if found is not None:  # less what snapping atoms to knots may have added to each release's loss
+                reach = max(max(abs(lo), abs(hi)) for lo, hi in self.ranges)
+                return max(found - self.steps * 2.0 * ATOM_SNAP * reach, 0.0)
+            bottom = composed.composed.bottom
+            low = max(0.0, bottom - 2.0 * max(plan.value - bottom, 16.0 * grid))
+            assert self.log_mgf is not None
+            upper_leaves = list(zip(counts, plan.leaves, strict=True))
+            try:
+                moved = plan_window(
+                    self.log_mgf, plan.theta, upper_leaves, low, math.log(self.delta), self.accuracy.max_points
+                )
+            except WindowTooWide:
+                break
+            if moved.bottom >= window.bottom:
+                break
+            window = replace(moved, extended=plan.window.extended)
+        return 0.0
+
     def _target_grid(self, epsilon: float) -> float:
         """Δ = min(max_grid, √(τε/(2T)), 8τε) rounded down to the ladder 2^(k/8) (nearby queries, e.g. along a
         calibration, land on the same grid and so on the same discretised law), not below :data:`MIN_GRID` nor finer
@@ -342,6 +392,12 @@ class _Passes:
         finest = max(MIN_GRID, self.widest / self.accuracy.max_points)
         wanted = wanted_grid(self.accuracy.relative, self.accuracy.max_grid, eps, self.steps)
         return max(float(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER)), finest)
+
+    def _aligned(self, grid: float) -> float:
+        """The grid itself, or where the releases' atoms share a spacing a, the largest a/N not above it."""
+        if self.spacing is None or self.spacing / grid > MAX_ATOM_DIVISIONS:
+            return grid
+        return self.spacing / math.ceil(self.spacing / grid * (1.0 - 1e-12))
 
     def _build(self, grid: float) -> list[tuple[int, LeafPld]]:
         built = [
@@ -354,7 +410,9 @@ class _Passes:
         return built
 
     def _one_pass(self, grid: float, hint: tuple[float, float] | None, max_points: int) -> PldAnswer:
-        """One grid: tilt and window from K(θ), compose, answer (the window moves down if the answer is below)."""
+        """One grid (through the atoms where they share a spacing): tilt and window from K(θ), compose, answer (the
+        window moves down if the answer is below)."""
+        grid = self._aligned(grid)
         built = self._build(grid)
         self.last_plan = None
         log_mgf = self.log_mgf

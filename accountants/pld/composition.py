@@ -203,19 +203,20 @@ class TiltedComposition:
         """The smallest ε a query may ask for."""
         return float(self.losses[0])
 
+    def fft_term(self, epsilon: float) -> float:
+        """Term 2 of the module docstring at ε: the FFTs' and powers' rounding, as it can reach δ(ε)."""
+        if self.fft_l1 <= 0.0:
+            return 0.0
+        log_term = math.log(self.fft_l1 * _tilt_factor(self.theta) * self.rounding)
+        return math.exp(min(log_term + self.log_scale - self.theta * epsilon, 1.0))
+
     def error_terms(self, epsilon: float) -> float:
         """Terms 1, 2 and 4 of the module docstring at ε (everything but the main sum; at most 1, like δ)."""
-        if self.fft_l1 > 0.0:
-            log_term = math.log(self.fft_l1 * _tilt_factor(self.theta) * self.rounding)
-            fft_term = math.exp(min(log_term + self.log_scale - self.theta * epsilon, 1.0))
-        else:
-            fft_term = 0.0
-        return min(fft_term + self.lost + self.infinity, 1.0)
+        return min(self.fft_term(epsilon) + self.lost + self.infinity, 1.0)
 
-    def delta(self, epsilon: float) -> float:
-        """Upper bound on δ(ε) of the composition; 1 for ε below the window (nothing is certified there)."""
-        if epsilon < self.bottom:
-            return 1.0
+    def main_sum(self, epsilon: float) -> float:
+        """Σ_{L > ε} t(L)·e^{K − θL}·(1 − e^{ε−L}) as computed: within the factor :attr:`rounding` of its exact value
+        on the computed circle (term 3), either way."""
         above = self.losses > epsilon
         losses = self.losses[above]
         with np.errstate(divide="ignore", over="ignore"):
@@ -224,8 +225,13 @@ class TiltedComposition:
                 + (self.log_scale - self.theta * losses)
                 + np.log(-np.expm1(epsilon - losses))
             )
-        main = float(np.sum(terms)) * self.rounding
-        return min(1.0, main + self.error_terms(epsilon))
+        return float(np.sum(terms))
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on δ(ε) of the composition; 1 for ε below the window (nothing is certified there)."""
+        if epsilon < self.bottom:
+            return 1.0
+        return min(1.0, self.main_sum(epsilon) * self.rounding + self.error_terms(epsilon))
 
     def epsilon(self, delta: float) -> float | None:
         """Smallest ε ≥ max(bottom, 0) with :meth:`delta` ≤ ``delta``; ``math.inf`` if none in the window, None if

@@ -13,6 +13,10 @@ result, S⁺_k + b⁺_{k−1}, is at least the exact construction's, S_k + b_{k�
 (then the tail sum is S⁺_{k−1} ≥ S_{k−1} ≥ S_k + b_{k−1}); b⁺ is b computed from the unrounded survivals plus an
 explicit bound on its cancellation error, rounded up and capped at m⁺_j. Every δ(ε) = E[(1 − e^{ε−L})₊] is
 non-decreasing in such moves (the integrand is non-decreasing in L), and so is that of any composition with them.
+
+:func:`optimistic_leaf` is the mirror image for certified *lower* bounds (:mod:`accountants.pld.lower`): a
+post-processing of the pair that merges parts of adjacent bins into outcomes sitting exactly on knots, every
+outcome placed at or below its own loss, masses rounded down.
 """
 
 from __future__ import annotations
@@ -98,6 +102,69 @@ class LeafPld:
         finite = np.isfinite(shifted)
         worst = float(np.max(np.abs(shifted[finite]), initial=0.0))
         return x, log_norm, U * (worst + abs(log_norm) + 4.0)
+
+
+def optimistic_leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
+    """A loss law on the knots lo·Δ … hi·Δ whose composition with anything bounds δ(ε) from *below*: the optimistic
+    counterpart of :func:`connect_the_dots` (module docstring of :mod:`accountants.pld.lower`).
+
+    Bin j = [ε_j, ε_{j+1}) has masses m_j (P) and n_j (Q), its surplus over its lower knot U_j = m_j − e^{ε_j}n_j ≥ 0
+    and its deficit under its upper knot D_j = e^{ε_{j+1}}n_j − m_j ≥ 0 (the mass above the top knot is the last
+    bin). A fraction u_j of bin j (deficit D_j per unit) and a fraction v_{j+1} of bin j+1 (surplus U_{j+1} per
+    unit) with u_j·D_j ≤ v_{j+1}·U_{j+1} merge into one outcome whose likelihood ratio is at least e^{ε_{j+1}}: a
+    post-processing of the pair, placed at ε_{j+1} (at or below its loss). The balance merged at ε_{j+1} is
+    t_{j+1} = ½√(D_j·U_{j+1}) (u_j = t_{j+1}/D_j, v_{j+1} = t_{j+1}/U_{j+1}), each t scaled down where a bin would
+    give more than itself (v_j + u_j ≤ 1), and what is left merged again the same way (:func:`_merged_fractions`);
+    what is left at the end stays at ε_j (at or below its loss). So λ_j = u_{j−1}m_{j−1} + (1 − u_j)m_j: bin j sends
+    the fraction u_j up, as connect-the-dots sends b_j/m_j = U_j/((1 − e^{−Δ})m_j). For a smooth loss u, v ≈ ½,
+    little is left after the first round and next to nothing after the last, and the two laws differ by O(Δ²).
+    The masses are lower bounds (survivals' relative error and rounding subtracted), D an upper and U a lower bound,
+    so each merged outcome's true ratio is at least its knot's; the mass below the lowest knot is dropped; nothing
+    goes to +∞."""
+    hi = max(hi, lo + 1)
+    knots = np.arange(lo, hi + 1) * grid
+    s_p, s_q = (np.asarray(s, dtype=float) for s in pair.survival(knots))
+    s_p[0], s_q[0] = min(float(s_p[0]), 1.0), min(float(s_q[0]), 1.0)
+    p_next, q_next = np.append(s_p[1:], 0.0), np.append(s_q[1:], 0.0)  # the last bin: the mass above the top knot
+    scale = np.exp(knots)
+    m, n = s_p - p_next, s_q - q_next
+    slack = SURVIVAL_RTOL + 4.0 * U
+    m_low = np.maximum(m - slack * (s_p + p_next), 0.0)
+    surplus = m - scale * n
+    surplus_error = slack * ((s_p + p_next) + scale * (s_q + q_next)) + 4.0 * U * (np.abs(m) + scale * np.abs(n))
+    u_low = np.maximum(surplus - surplus_error, 0.0)
+    deficit = math.expm1(grid) * scale * n - surplus  # e^{ε_{j+1}}n_j − m_j
+    d_up = np.maximum(deficit + surplus_error + 4.0 * U * math.expm1(grid) * scale * np.abs(n), 0.0)
+    up = _merged_fractions(u_low, d_up)
+    probs = (1.0 - up) * m_low
+    probs[1:] += up[:-1] * m_low[:-1]
+    return LeafPld(grid, lo, probs * (1.0 - 4.0 * U), 0.0)
+
+
+MERGE_ROUNDS = 4
+"""Rounds of merging in :func:`optimistic_leaf`: each merges what the previous left of adjacent bins (for a smooth
+loss what is left shrinks by orders of magnitude each round)."""
+
+
+def _merged_fractions(surplus: np.ndarray, deficit: np.ndarray) -> np.ndarray:
+    """u_j, the fraction of bin j merged up into knot j + 1, over :data:`MERGE_ROUNDS` rounds: in each, the balance
+    merged at knot k is t_k = ½√(D_{k−1}ℓ_{k−1}·U_kℓ_k) (ℓ the fractions still left), scaled down where a bin would
+    give more than it has left; bin j gives t_{j+1}/D_j up and t_j/U_j down."""
+    left = np.ones(surplus.size)
+    up = np.zeros(surplus.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(MERGE_ROUNDS):
+            merged = np.concatenate(([0.0], 0.5 * np.sqrt(left[:-1] * deficit[:-1] * left[1:] * surplus[1:]), [0.0]))
+            down_part = np.where(surplus > 0.0, merged[:-1] / surplus, 0.0)
+            up_part = np.where(deficit > 0.0, merged[1:] / deficit, 0.0)
+            over = left / np.maximum((down_part + up_part) * (1.0 + 8.0 * U), left)
+            scale = np.minimum(over[:-1], over[1:])
+            down_part[1:] *= scale
+            up_part[:-1] *= scale
+            up_part[-1] = 0.0  # the top bin sends nothing up
+            left = np.maximum(left - down_part - up_part, 0.0)
+            up += up_part
+    return np.asarray(np.nan_to_num(up, nan=0.0))
 
 
 def wanted_grid(relative: float, max_grid: float, epsilon: float, steps: int) -> float:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,6 +40,17 @@ from scipy import special
 
 SURVIVAL_RTOL = 1e-12
 """Relative accuracy assumed of every survival value (scipy's ``ndtr`` with its argument's rounding)."""
+ATOM_SNAP = 4.0 * float(np.finfo(float).eps)
+"""An atom within this relative distance below a loss ε counts as at ε (in P(L ≥ ε)), and within it above, as at
+ε in P(L ≤ ε): a knot meant to sit on an atom (a grid that divides the atoms' spacing) may miss it by a few ulps.
+That moves the atom's loss up by at most this share of it: pessimistic for an upper bound, and a lower bound
+subtracts it (:meth:`~accountants.pld.accountant.PldAccountant.epsilon`)."""
+
+
+def snapped_down(losses: np.ndarray) -> np.ndarray:
+    """The losses lowered by :data:`ATOM_SNAP` of their size (atoms at or above these count as ≥ the loss)."""
+    return np.asarray(losses - ATOM_SNAP * np.abs(losses))
+
 
 Survivals = tuple[np.ndarray, np.ndarray]
 MAX_LOSS = 700.0
@@ -63,6 +75,26 @@ class DominatingPair(ABC):
     @abstractmethod
     def loss_range(self, tail: float) -> tuple[float, float]:
         """[lo, hi] with P(L < lo) ≤ tail and P(L > hi) ≤ tail (and the same under Q)."""
+
+    def atoms(self) -> tuple[float, ...]:
+        """The losses at which L has point masses (the accountant puts knots there where it can: a grid through them
+        discretises them exactly, both ways)."""
+        return ()
+
+
+def common_spacing(atoms: Iterable[float], largest_divisor: int = 12) -> float | None:
+    """The largest a = min|x|/k (k ≤ ``largest_divisor``) of which every atom x is an integer multiple (to 1e-9
+    relative), or None (no atoms other than 0, or none such)."""
+    values = np.abs(np.array([x for x in atoms if x != 0.0 and math.isfinite(x)], dtype=float))
+    if values.size == 0:
+        return None
+    smallest = float(values.min())
+    for divisor in range(1, largest_divisor + 1):
+        spacing = smallest / divisor
+        ratio = values / spacing
+        if np.all(np.abs(ratio - np.round(ratio)) <= 1e-9 * np.maximum(ratio, 1.0)):
+            return spacing
+    return None
 
 
 class BasePair(DominatingPair):
@@ -109,8 +141,9 @@ class LaplacePair(BasePair):
         eps = np.asarray(losses, dtype=float)
         left, right = self._inner(eps)  # P(X < x) = left, Q(X ≥ x) = right
         edge = 1.0 / self.scale
-        inside = (eps > -edge) & (eps <= edge)
-        below = eps <= -edge
+        low = snapped_down(eps)
+        inside = (low > -edge) & (low <= edge)
+        below = low <= -edge
         return (
             np.where(below, 1.0, np.where(inside, 1.0 - left, 0.0)),
             np.where(below, 1.0, np.where(inside, right, 0.0)),
@@ -120,8 +153,9 @@ class LaplacePair(BasePair):
         eps = np.asarray(losses, dtype=float)
         left, right = self._inner(eps)
         edge = 1.0 / self.scale
-        inside = (eps >= -edge) & (eps < edge)
-        above = eps >= edge
+        high = eps + ATOM_SNAP * np.abs(eps)
+        inside = (high >= -edge) & (high < edge)
+        above = high >= edge
         return (
             np.where(above, 1.0, np.where(inside, left, 0.0)),
             np.where(above, 1.0, np.where(inside, 1.0 - right, 0.0)),
@@ -130,6 +164,9 @@ class LaplacePair(BasePair):
     def loss_range(self, tail: float) -> tuple[float, float]:
         edge = min(1.0 / self.scale, MAX_LOSS)
         return -edge, above_atom(edge)
+
+    def atoms(self) -> tuple[float, ...]:
+        return (-1.0 / self.scale, 1.0 / self.scale)
 
 
 @dataclass(frozen=True)
@@ -149,17 +186,21 @@ class FinitePair(BasePair):
 
     def survival(self, losses: np.ndarray) -> Survivals:
         atoms, p, q = self._arrays
-        first = np.searchsorted(atoms, np.asarray(losses, dtype=float), side="left")  # atoms ≥ ε from here
+        first = np.searchsorted(atoms, snapped_down(np.asarray(losses, dtype=float)), side="left")  # atoms ≥ ε
         p_tail = np.concatenate((np.cumsum(p[::-1])[::-1], [0.0]))
         q_tail = np.concatenate((np.cumsum(q[::-1])[::-1], [0.0]))
         return p_tail[first], q_tail[first]
 
     def cdf(self, losses: np.ndarray) -> Survivals:
         atoms, p, q = self._arrays
-        last = np.searchsorted(atoms, np.asarray(losses, dtype=float), side="right")  # atoms ≤ ε before this
+        eps = np.asarray(losses, dtype=float)
+        last = np.searchsorted(atoms, eps + ATOM_SNAP * np.abs(eps), side="right")  # atoms ≤ ε before this
         p_head = np.concatenate(([0.0], np.cumsum(p)))
         q_head = np.concatenate(([0.0], np.cumsum(q)))
         return p_head[last], q_head[last]
+
+    def atoms(self) -> tuple[float, ...]:
+        return self.losses
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         atoms, p, q = self._arrays

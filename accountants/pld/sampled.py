@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from .pairs import MAX_LOSS, BasePair, DominatingPair, Survivals, above_atom, tail_quantile
+from .pairs import MAX_LOSS, BasePair, DominatingPair, Survivals, above_atom, snapped_down, tail_quantile
 
 
 def _mixture_loss(q: float, base_loss: float) -> float:
@@ -93,6 +93,9 @@ class PoissonRemovePair(DominatingPair):
             _mixture_loss(self.sampling_rate, hi), MAX_LOSS
         )
 
+    def atoms(self) -> tuple[float, ...]:
+        return tuple(_mixture_loss(self.sampling_rate, atom) for atom in self.base.atoms())
+
 
 @dataclass(frozen=True)
 class PoissonAddPair(DominatingPair):
@@ -115,6 +118,9 @@ class PoissonAddPair(DominatingPair):
         lo, hi = self.base.loss_range(tail)
         q = self.sampling_rate
         return max(-_mixture_loss(q, hi), -MAX_LOSS), min(-_mixture_loss(q, lo), MAX_LOSS)
+
+    def atoms(self) -> tuple[float, ...]:
+        return tuple(-_mixture_loss(self.sampling_rate, atom) for atom in self.base.atoms())
 
 
 @dataclass(frozen=True)
@@ -196,12 +202,16 @@ class ReplaceOneLaplacePair(DominatingPair):
         p = (1.0 - q) * _laplace_cdf(x, 0.0, b) + q * _laplace_cdf(x, -1.0, b)
         r = (1.0 - q) * _laplace_cdf(x, 0.0, b) + q * _laplace_cdf(x, 1.0, b)
         top = self._top
-        below, above = eps <= -top, eps > top
+        low = snapped_down(eps)
+        below, above = low <= -top, low > top
         return np.where(below, 1.0, np.where(above, 0.0, p)), np.where(below, 1.0, np.where(above, 0.0, r))
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         top = min(self._top, MAX_LOSS)
         return -top, above_atom(top)
+
+    def atoms(self) -> tuple[float, ...]:
+        return (-self._top, self._top)
 
 
 def _laplace_cdf(x: np.ndarray, centre: float, scale: float) -> np.ndarray:
@@ -229,6 +239,10 @@ class SymmetrizedPair(DominatingPair):
         top = max(hi, 0.0)
         return -top, top
 
+    def atoms(self) -> tuple[float, ...]:
+        inner = self.inner.atoms()
+        return (*(-atom for atom in inner), 0.0, *inner)
+
 
 @dataclass(frozen=True)
 class MixturePair(DominatingPair):
@@ -252,3 +266,6 @@ class MixturePair(DominatingPair):
     def loss_range(self, tail: float) -> tuple[float, float]:
         ranges = [pair.loss_range(tail) for _, pair in self.components]
         return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+
+    def atoms(self) -> tuple[float, ...]:
+        return tuple(atom for _, pair in self.components for atom in pair.atoms())
