@@ -8,9 +8,12 @@ any other event (subsampling, pure DP, zCDP) are not Gaussian: :class:`~accounta
 
 from __future__ import annotations
 
+from typing import Any
+
 from .events import DpEvent, gaussian_mu, non_gaussian_leaf
-from .mechanisms.gaussian import gdp_epsilon
+from .mechanisms.gaussian import gdp_epsilon, gdp_epsilon_lower
 from .rdp import UnsupportedEventError
+from .reports import AccountantResult, Guarantee
 
 
 def gdp_mu(event: DpEvent) -> float:
@@ -28,3 +31,12 @@ def epsilon(event: DpEvent, delta: float) -> float:
 def is_gaussian(event: DpEvent) -> bool:
     """Whether every leaf of the tree is a Gaussian release."""
     return non_gaussian_leaf(event) is None
+
+
+def exact_result(mu: float, delta: float, method: str, guarantee: str = "exact", **details: Any) -> AccountantResult:
+    """The tight accountant's exact answer for μ-GDP at δ, with its certified lower bound (the root's bracket)."""
+    epsilon = gdp_epsilon(mu, delta)
+    lower = gdp_epsilon_lower(mu, delta, epsilon)
+    return AccountantResult(
+        "tight", True, epsilon, guarantee, method, kind=Guarantee.EXACT, epsilon_lower=lower, **details
+    )

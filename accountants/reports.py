@@ -58,6 +58,9 @@ class AccountantResult:
     noise-calibrated families; e.g. the stepsize for private mirror descent). Defaults to ``noise_multiplier``."""
     kind: Guarantee = Guarantee.CERTIFIED
     """The guarantee as data: ``best`` never chooses :attr:`Guarantee.PAPER_AS_PRINTED`."""
+    epsilon_lower: float | None = None
+    """For the tight accountant: a certified lower bound on the exact ε of what it accounts (its dominating pairs;
+    the mechanism's own ε wherever those are attained), so that [epsilon_lower, epsilon] brackets it."""
 
     @classmethod
     def certified(cls, name: str, epsilon: float, method: str, **details: Any) -> AccountantResult:

@@ -24,14 +24,16 @@ from .pld import PldAccountant, PldAnswer
 from .pld.calibration import calibrate_pld
 from .pld.curve import CirclePlan
 from .rdp import Neighbouring, UnsupportedEventError
-from .reports import AccountantResult, Guarantee
+from .reports import AccountantResult
 
 GDP_METHOD = "Gaussian DP of the plan's Gaussian releases, μ = (Σ z⁻²)^½, exact conversion (Balle & Wang 2018, Thm. 8)"
 PLD_METHOD = (
     "privacy-loss distribution of the event tree ({relation}; {directions}): pessimistic connect-the-dots "
     "discretisation (Doroshenko et al. 2022) on a loss grid of {grid:.2g}, composed by one exponentially tilted FFT "
     "(tilt {tilt:.3g}) with rounding, wrap-around, lost tail and atoms at +∞ bounded and added to δ "
-    "(≤ {allowance:.2g} here); a certified upper bound within ~1e-4 relative of the exact ε"
+    "(≤ {allowance:.2g} here); a certified upper bound within ~1e-4 relative of the exact ε; epsilon_lower, where "
+    "given: the optimistic discretisation composed on the same circle, every error subtracted (a certified lower "
+    "bound)"
 )
 
 GDP_RTOL = 1e-9
@@ -54,7 +56,7 @@ def pld_method(answer: PldAnswer, neighbouring: Neighbouring) -> str:
 
 def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> AccountantResult:
     """ε at δ from the tight accountant: exact GDP, certified PLD, or not applicable with the reason."""
-    return _tight(event, PldAccountant(neighbouring), delta, None)[0]
+    return _tight(event, PldAccountant(neighbouring), delta, None, lower=True)[0]
 
 
 def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta: float) -> list[AccountantResult]:
@@ -68,7 +70,7 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
     if not events:
         return []
     accountant = PldAccountant(neighbouring)
-    last, _, plans = _tight(events[-1], accountant, delta, None)
+    last, _, plans = _tight(events[-1], accountant, delta, None, lower=True)
     pld_rows = [k for k, event in enumerate(events[:-1]) if not gdp.is_gaussian(event)]
     from_run = dict(zip(pld_rows, accountant.prefix_epsilons(plans, [events[k] for k in pld_rows], delta), strict=True))
     near: PldAnswer | None = None
@@ -86,20 +88,20 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
 
 
 def _tight(
-    event: DpEvent, accountant: PldAccountant, delta: float, near: PldAnswer | None
+    event: DpEvent, accountant: PldAccountant, delta: float, near: PldAnswer | None, lower: bool = False
 ) -> tuple[AccountantResult, PldAnswer | None, tuple[CirclePlan | None, ...]]:
-    """The tight result, the PLD answer behind it and its plans (what a run's prefixes reuse); no answer and no
-    plans where the result is exact or not applicable."""
+    """The tight result (with its certified lower bound, where ``lower`` or exact), the PLD answer behind it and its
+    plans (what a run's prefixes reuse); no answer and no plans where the result is exact or not applicable."""
     if gdp.is_gaussian(event):
-        exact = AccountantResult("tight", True, gdp.epsilon(event, delta), "exact", GDP_METHOD, kind=Guarantee.EXACT)
-        return exact, None, ()
+        return gdp.exact_result(gdp.gdp_mu(event), delta, GDP_METHOD), None, ()
     try:
-        answer, plans = accountant.epsilon_and_plans(event, delta, near=near)
+        answer, plans = accountant.epsilon_and_plans(event, delta, near=near, lower=lower)
     except UnsupportedEventError as error:
         return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None, ()
     except ParameterError as error:
         return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None, ()
-    result = AccountantResult.certified("tight", answer.value, pld_method(answer, accountant.neighbouring))
+    method = pld_method(answer, accountant.neighbouring)
+    result = AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
     return result, answer, plans
 
 
@@ -118,12 +120,22 @@ def tight_calibration(
     noise (the RDP calibration). Raises :class:`CalibrationError` with the reason when the target cannot be met."""
     if gdp.is_gaussian(event_at(initial)):
         exact = calibrate(lambda noise: gdp.epsilon(event_at(noise), delta), target, rtol=GDP_RTOL, parameter=parameter)
-        result = AccountantResult("tight", True, exact.epsilon, "exact", GDP_METHOD, kind=Guarantee.EXACT)
-        return exact.noise, result
+        return exact.noise, gdp.exact_result(gdp.gdp_mu(event_at(exact.noise)), delta, GDP_METHOD)
     accountant = PldAccountant(neighbouring)
     try:
         found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter)
     except UnsupportedEventError as error:
         raise CalibrationError(f"no PLD for this plan: {error}") from error
+    lower = _lower_at(accountant, event_at(found.noise), delta, found.answer)
     method = pld_method(found.answer, neighbouring)
-    return found.noise, AccountantResult.certified("tight", found.answer.value, method)
+    return found.noise, AccountantResult.certified("tight", found.answer.value, method, epsilon_lower=lower)
+
+
+def _lower_at(accountant: PldAccountant, event: DpEvent, delta: float, answer: PldAnswer) -> float | None:
+    """The certified lower bound at a calibration's answer (the search does not need it): the same query again,
+    from the answer's grid, with the lower bound; None where it is not certified."""
+    try:
+        bracket = accountant.epsilon(event, delta, near=answer, lower=True)
+    except ParameterError:
+        return None
+    return None if bracket.lower is None else min(bracket.lower, answer.value)

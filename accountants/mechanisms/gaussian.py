@@ -97,6 +97,21 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return float(root)
 
 
+def gdp_epsilon_lower(mu: float, delta: float, upper: float) -> float:
+    """A lower bound on the smallest ε with δ_μ(ε) ≤ δ, just below ``upper`` (:func:`gdp_epsilon`'s answer): the
+    largest ε found below it where the profile still exceeds δ (so the exact ε is above it); 0 where none is above 0
+    (and below μ = :data:`GDP_SMALL_MU`, where the profile cancels, 0)."""
+    if upper <= 0.0 or mu < GDP_SMALL_MU:
+        return 0.0
+    target = math.log(delta)
+    step = 1e-13
+    lower = upper * (1.0 - step)
+    while lower > 0.0 and not gaussian_log_delta(mu, lower) > target:
+        step *= 4.0
+        lower = upper * (1.0 - step) if step < 1.0 else 0.0
+    return max(lower, 0.0)
+
+
 def gaussian_epsilon(noise_multiplier: float, delta: float, count: int = 1) -> float:
     """Exact ε(δ) of ``count`` Gaussian releases with multiplier z (analytic Gaussian)."""
     return gdp_epsilon(gdp_mu(noise_multiplier, count), delta)

@@ -64,6 +64,9 @@ START_LOW = 0.8
 """From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
 MAX_ATOM_DIVISIONS = 1 << 24
 """A grid through the atoms divides their spacing into at most this many steps (else the ladder's grid is used)."""
+RETRY_SHARE = 1e-2
+"""An answer whose FFT bound exceeds this share of δ is computed again with other tilts (:data:`TILT_RETRIES`)."""
+TILT_RETRIES = 2
 LOWER_WINDOW_MOVES = 4
 """Most windows the lower bound tries, each further down (it usually lies in the upper answer's own)."""
 FFT_SHARE = 1e-4
@@ -230,6 +233,21 @@ class PldAccountant:
         answers = [_Passes(direction, self.accuracy, epsilon=e).run() for direction in self.directions(event)]
         worst = max(answers, key=lambda a: a.value)
         return replace(worst, directions=len(answers))
+
+    def delta_curve(self, event: DpEvent, epsilons: Sequence[float]) -> np.ndarray:
+        """Certified upper bounds on δ at each ε, non-increasing in ε by construction: each direction's certified
+        values, then at each ε the smallest certified at any ε′ ≤ ε (the true δ is non-increasing, so that is a
+        bound too), then the worse direction. Grids and windows follow each ε, so values computed alone may wiggle
+        within the accuracy; this curve does not."""
+        values = np.array([check.non_negative(f"epsilons.{k}", float(e)) for k, e in enumerate(epsilons)])
+        order = np.argsort(values, kind="stable")
+        worst = np.zeros(values.size)
+        for direction in self.directions(event):
+            found = np.array([_Passes(direction, self.accuracy, epsilon=float(e)).run().value for e in values[order]])
+            worst = np.maximum(worst, np.minimum.accumulate(found))
+        out = np.empty(values.size)
+        out[order] = np.minimum(worst, 1.0)
+        return out
 
     # -- interpretation --------------------------------------------------------------------------------------
 
@@ -437,12 +455,24 @@ class _Passes:
     def _epsilon_pass(
         self, built: list[tuple[int, LeafPld]], grid: float, guess: float, low: float, max_points: int, delta: float
     ) -> PldAnswer:
-        """ε at δ on one grid, the window moved down (up to 8 times) while the answer may lie below it."""
+        """ε at δ on one grid, the window moved down (up to 8 times) while the answer may lie below it. Where the
+        composition's own FFT bound turns out above :data:`RETRY_SHARE` of δ (its prediction assumes a smooth law;
+        atoms on a lattice keep the spectrum from decaying), the next tilts are tried, smallest first (up to
+        :data:`TILT_RETRIES`), and the smallest certified answer stands."""
         for _ in range(8):
-            theta, window = self._tilt_and_window(built, guess, low, delta, max_points)
-            composed = TiltedComposition(built, theta, window)
-            value = composed.epsilon(delta)
-            if value is not None:
+            best: tuple[float, TiltedComposition, float, Window] | None = None
+            for theta, window in self._tilts_and_windows(built, guess, low, delta, max_points)[: TILT_RETRIES + 1]:
+                composed = TiltedComposition(built, theta, window)
+                value = composed.epsilon(delta)
+                if value is None:
+                    break
+                if best is None or value < best[0]:
+                    best = (value, composed, theta, window)
+                at = value if math.isfinite(value) else composed.bottom
+                if composed.fft_term(at) <= RETRY_SHARE * delta:
+                    break
+            if best is not None:
+                value, composed, theta, window = best
                 pairs = tuple(pair for _, pair in self.leaves)
                 leaves = tuple(leaf for _, leaf in built)
                 self.last_plan = CirclePlan(pairs, leaves, theta, window, value)
@@ -455,10 +485,17 @@ class _Passes:
     def _tilt_and_window(
         self, built: list[tuple[int, LeafPld]], guess: float, low: float, delta: float | None, max_points: int
     ) -> tuple[float, Window]:
-        """The tilt among θ_s·{0, 1/16, …, 1} (θ_s the Chernoff tilt at the guess) with the smallest window whose
-        estimated FFT error stays below :data:`FFT_SHARE` of δ in double precision; else the same in extended
-        precision (long double, ~5× slower); else the least estimated error, in extended precision. Tilts whose
-        window exceeds ``max_points`` are skipped (:class:`WindowTooWide` if all do)."""
+        """The preferred tilt and window (:meth:`_tilts_and_windows`)."""
+        return self._tilts_and_windows(built, guess, low, delta, max_points)[0]
+
+    def _tilts_and_windows(
+        self, built: list[tuple[int, LeafPld]], guess: float, low: float, delta: float | None, max_points: int
+    ) -> list[tuple[float, Window]]:
+        """First, the tilt among θ_s·{0, 1/16, …, 1} (θ_s the Chernoff tilt at the guess) with the smallest window
+        whose estimated FFT error stays below :data:`FFT_SHARE` of δ in double precision; else the same in extended
+        precision (long double, ~5× slower); else the least estimated error, in extended precision. Then the other
+        tilts, smallest first, each in extended precision where its estimate asks for it. Tilts whose window
+        exceeds ``max_points`` are skipped (:class:`WindowTooWide` if all do)."""
         log_mgf = self.log_mgf
         assert log_mgf is not None
         saddle = log_mgf.saddle_tilt(guess)
@@ -476,13 +513,22 @@ class _Passes:
             candidates.append((self._fft_error(theta, spread, window.size, guess, built[0][1].grid), theta, window))
         if not candidates:
             raise WindowTooWide(int(narrowest))
+        first: tuple[float, Window] | None = None
         for gain, extended in ((1.0, False), (EXTENDED_GAIN, True)):
             fitting = [c for c in candidates if c[0] * gain <= budget]
             if fitting:
                 _, theta, window = min(fitting, key=lambda c: c[2].size)
-                return theta, replace(window, extended=extended)
-        _, theta, window = min(candidates, key=lambda c: c[0])  # none fits: the least rounding, extended
-        return theta, replace(window, extended=True)
+                first = theta, replace(window, extended=extended)
+                break
+        if first is None:  # none fits: the least rounding, extended
+            _, theta, window = min(candidates, key=lambda c: c[0])
+            first = theta, replace(window, extended=True)
+        others = [
+            (theta, replace(window, extended=predicted > budget))
+            for predicted, theta, window in sorted(candidates, key=lambda c: c[1])
+            if theta != first[0]
+        ]
+        return [first, *others]
 
     def _fft_error(self, theta: float, deviation: float, size: int, epsilon: float, grid: float) -> float:
         """The FFT term of δ(ε) predicted for tilt θ: 2·(Σ c_i)·η·‖Φ‖₁·e^{K(θ)−θε}, with ‖Φ‖₁ ≈ n/(s√2π) + 1 for a

@@ -203,12 +203,13 @@ class TiltedComposition:
         """The smallest ε a query may ask for."""
         return float(self.losses[0])
 
-    def fft_term(self, epsilon: float) -> float:
-        """Term 2 of the module docstring at ε: the FFTs' and powers' rounding, as it can reach δ(ε)."""
+    def fft_term(self, epsilon: float, capped: bool = True) -> float:
+        """Term 2 of the module docstring at ε: the FFTs' and powers' rounding, as it can reach δ(ε) — at most e
+        where ``capped`` (an upper bound on δ needs no more), else up to e^700 (what a lower bound subtracts)."""
         if self.fft_l1 <= 0.0:
             return 0.0
         log_term = math.log(self.fft_l1 * _tilt_factor(self.theta) * self.rounding)
-        return math.exp(min(log_term + self.log_scale - self.theta * epsilon, 1.0))
+        return math.exp(min(log_term + self.log_scale - self.theta * epsilon, 1.0 if capped else 700.0))
 
     def error_terms(self, epsilon: float) -> float:
         """Terms 1, 2 and 4 of the module docstring at ε (everything but the main sum; at most 1, like δ)."""

@@ -17,8 +17,8 @@ mechanism's own ε wherever the pairs are attained, :mod:`accountants.pld.readin
    only adds there and is subtracted too, bounded with the lower laws' own K(θ′): mass at or above the top lands at
    the bottom, at most min_{θ′>θ} e^{K(θ′) − θB − (θ′ − θ)·top}; mass below B lands nΔ higher (where it is not
    above the largest finite loss, which the circle sets to 0), at most e^{−θnΔ}·min_{θ′<0} e^{K(θ′) − θ′B}.
-4. δ⁻(ε) so obtained is non-increasing in ε; ε⁻ is the largest ε in the window with δ⁻(ε) > δ, found by bisection
-   and checked: the true δ exceeds δ there, so the true ε is above it. Each direction is bounded on its own; the
+4. Wherever δ⁻(ε) > δ the true δ exceeds δ, so the true ε is above that ε (δ is non-increasing); ε⁻ is such an ε
+   found just below the upper answer (:meth:`LowerComposition.epsilon`). Each direction is bounded on its own; the
    answer's ε⁻ is the larger (the worse direction's ε is at least either's).
 """
 
@@ -34,7 +34,6 @@ from .discrete import LeafPld, optimistic_leaf
 from .pairs import DominatingPair
 
 _ABOVE_TILTS = np.array([1.25, 1.5, 2.0, 4.0])
-_BELOW_TILTS = -np.array([0.25, 0.5, 1.0, 2.0, 4.0, 16.0])
 _BISECTIONS = 60
 
 
@@ -59,25 +58,41 @@ class LowerComposition:
         if epsilon < c.bottom:
             return 0.0
         main = c.main_sum(epsilon) / (c.rounding * (1.0 + SUM_MARGIN))
-        return max(main - c.fft_term(epsilon) - self.wrapped, 0.0)
+        return max(main - c.fft_term(epsilon, capped=False) - self.wrapped, 0.0)
 
     def epsilon(self, delta: float, upper: float) -> float | None:
-        """The largest ε ≤ ``upper`` found with δ⁻(ε) > δ (so the true ε is above it); 0 where none is above 0;
-        None where it may lie below the window (the caller moves the window down)."""
-        lo = max(self.composed.bottom, 0.0)
-        if not self.delta(lo) > delta:
-            return 0.0 if lo == 0.0 else None
-        hi = upper
-        if self.delta(hi) > delta:
-            return hi
+        """A large ε ≤ ``upper`` with δ⁻(ε) > δ (so the true ε is above it); 0 where none is above 0; None where
+        none is found in the window and it may lie below (the caller moves the window down).
+
+        δ⁻ is not monotone (the subtracted FFT term grows as ε falls, e^{−θε}), but any ε where it exceeds δ
+        certifies: the candidates upper − g for gaps g growing geometrically from a fraction of a knot are tried from
+        the top, and the first that certifies is pushed up by bisection towards the last that did not."""
+        bottom = max(self.composed.bottom, 0.0)
+        grid = self.composed.grid
+        gaps = np.unique(np.concatenate((grid * 2.0 ** np.arange(-20, 60), upper * 10.0 ** -np.arange(15.0, 0.0, -1))))
+        above = upper
+        for gap in gaps.tolist():
+            candidate = upper - gap
+            if candidate < bottom:
+                break
+            if self.delta(candidate) > delta:
+                return self._pushed_up(delta, candidate, above)
+            above = candidate
+        if bottom == 0.0:
+            return 0.0
+        return None
+
+    def _pushed_up(self, delta: float, certified: float, above: float) -> float:
+        """Bisection between a certified ε and a larger one that was not (each step keeps a certified end)."""
+        lo, hi = certified, above
         for _ in range(_BISECTIONS):
+            if hi - lo <= 1e-13 * max(1.0, hi):
+                break
             mid = 0.5 * (lo + hi)
             if self.delta(mid) > delta:
                 lo = mid
             else:
                 hi = mid
-            if hi - lo <= 1e-13 * max(1.0, hi):
-                break
         return lo
 
 
@@ -88,7 +103,6 @@ def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window
     top = bottom + size * grid
     support_lo = sum(count * leaf.offset for count, leaf in leaves)
     support_hi = sum(count * (leaf.offset + leaf.size - 1) for count, leaf in leaves)
-    scale = max(theta, window.tail_tilt, 1.0)
     above_tilts = np.unique(np.concatenate((theta * _ABOVE_TILTS, window.tail_tilt * np.array([0.8, 1.0, 1.25]))))
     above_tilts = above_tilts[above_tilts > theta]
     total = 0.0
@@ -97,12 +111,22 @@ def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window
         total += math.exp(min(float(np.min(k - theta * bottom - (above_tilts - theta) * top)), 0.0))
     elif top <= support_hi * grid:
         total += 1.0  # no usable tilt: nothing is certified from this circle
-    if size < support_hi - support_lo + 1 and window.bottom > support_lo:
-        below_tilts = scale * _BELOW_TILTS
-        k = _log_mgf(leaves, below_tilts)
-        log_below = min(float(np.min(k - below_tilts * bottom)), 0.0)
-        total += math.exp(log_below - max(theta, 0.0) * size * grid)
+    # mass below B lands nΔ higher; only what lands at or below the largest finite loss is not set to 0
+    reach = min(window.bottom, support_hi + 1 - size)
+    if reach > support_lo:
+        total += math.exp(_log_mass_below(leaves, reach * grid) - max(theta, 0.0) * size * grid)
     return min(total, 1.0)
+
+
+def _log_mass_below(leaves: Sequence[tuple[int, LeafPld]], point: float) -> float:
+    """A Chernoff bound on log P(S < point): min over θ′ < 0 of K(θ′) − θ′·point, on a geometric grid of tilts
+    refined around its best."""
+    tilts = -np.geomspace(1e-3, 1e4, 15)
+    values = _log_mgf(leaves, tilts) - tilts * point
+    best = int(np.argmin(values))
+    fine = -np.geomspace(-tilts[max(best - 1, 0)], -tilts[min(best + 1, tilts.size - 1)], 9)
+    finer = _log_mgf(leaves, fine) - fine * point
+    return min(float(np.min(values)), float(np.min(finer)), 0.0)
 
 
 def _log_mgf(leaves: Sequence[tuple[int, LeafPld]], thetas: np.ndarray) -> np.ndarray:

@@ -27,6 +27,13 @@ class AccountantOut(Out):
     name: str = Field(description="Accountant.", examples=["rdp"])
     applicable: bool = Field(description="Whether it applies to this configuration.", examples=[True])
     epsilon: float | None = Field(description="Its ε (null if not applicable).", examples=[2.5965])
+    epsilon_lower: float | None = Field(
+        None,
+        description="For the tight accountant: a certified lower bound on the exact ε of what it accounts (the "
+        "mechanism's own ε wherever its dominating pairs are attained), so that [epsilon_lower, epsilon] brackets it: "
+        "the optimistic discretisation on the same grid, or the root's bracket for an exact Gaussian (null elsewhere).",
+        examples=[2.5962],
+    )
     guarantee: str | None = Field(
         description="What the number is: certified upper bound, exact, or a paper's statement.",
         examples=["certified upper bound"],

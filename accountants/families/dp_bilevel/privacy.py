@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import gdp
 from ...calibration import calibrate_rdp
 from ...conversions import DEFAULT_ORDERS, Conversion, epsilon_for_linear_rdp, linear_rdp_for_epsilon
 from ...errors import CalibrationError, FieldIssue, ParameterError
@@ -108,7 +109,7 @@ def _privacy_results(
         results.append(AccountantResult.not_applicable("tight", _WITH_REPLACEMENT if with_replacement else _TIGHT_MINI))
     else:
         mu = math.sqrt(2.0 * full_batch_rho(p, z, z_in))
-        results.append(AccountantResult("tight", True, gdp_epsilon(mu, d), "exact", _TIGHT_METHOD))
+        results.append(gdp.exact_result(mu, d, _TIGHT_METHOD))
     if with_replacement:
         results.append(AccountantResult.not_applicable("rdp", _WITH_REPLACEMENT))
     elif p.mini:
@@ -170,13 +171,13 @@ def _calibration_results(
             if z > MAX_MULTIPLIER:
                 reason = _inner_exhausts(fixed) if fixed is not None else _TOO_SMALL.format(target=target, delta=d)
                 return AccountantResult.not_applicable(name, reason)
-        return AccountantResult(
+        if name == "tight":
+            return gdp.exact_result(math.sqrt(2.0 * _rho(z)), d, _TIGHT_METHOD, noise_multiplier=z)
+        return AccountantResult.certified(
             name,
-            True,
             epsilon_of(z),
-            "exact" if name == "tight" else "certified upper bound",
-            _TIGHT_METHOD if name == "tight" else _RDP_FULL,
-            optimal_order=None if name == "tight" else _finite_order(epsilon_for_linear_rdp(_rho(z), d)[1]),
+            _RDP_FULL,
+            optimal_order=_finite_order(epsilon_for_linear_rdp(_rho(z), d)[1]),
             noise_multiplier=z,
         )
 

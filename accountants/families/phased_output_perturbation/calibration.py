@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ... import gdp
 from ...errors import CalibrationError
 from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE
@@ -13,6 +14,7 @@ from ...reports import AccountantResult, PaperCalibration, Recommendation
 from .params import ALGORITHM, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, mechanism
 from .privacy import (
+    _TIGHT_GUARANTEE,
     _TIGHT_METHOD,
     _paper_result,
     _rdp_calibration,
@@ -72,12 +74,11 @@ def calibration_results(target: Target, z_tight: float) -> list[AccountantResult
     """rdp, tight and paper at their own multipliers for the target."""
     p, cls = target.params, target.params.problem_class
     count = releases_per_record(cls)
-    tight = AccountantResult(
-        "tight",
-        True,
-        gdp_epsilon(gdp_parameter(cls, z_tight), target.gaussian_delta),
-        "exact for the Gaussian part; upper bound with δ_fail",
+    tight = gdp.exact_result(
+        gdp_parameter(cls, z_tight),
+        target.gaussian_delta,
         _TIGHT_METHOD,
+        guarantee=_TIGHT_GUARANTEE,
         noise_multiplier=z_tight,
     )
     z_paper = target.paper_noise

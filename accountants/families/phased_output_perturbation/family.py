@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import gdp
 from ...conversions import epsilon_for_linear_rdp
 from ...errors import FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
-from ...mechanisms.gaussian import gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
@@ -35,6 +35,7 @@ from .params import ALGORITHM_ID, SOURCE, PhasedOutputPerturbationParams
 from .plan import mechanism
 from .privacy import (
     _RDP_METHOD,
+    _TIGHT_GUARANTEE,
     _TIGHT_METHOD,
     _check_target_delta,
     _order,
@@ -74,14 +75,11 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         cls = p.problem_class
         count = releases_per_record(cls)
         gaussian_delta = d - delta_fail
-        tight = gdp_epsilon(gdp_parameter(cls, z), gaussian_delta)
         rho = count / (2.0 * z * z)
         rdp, alpha = epsilon_for_linear_rdp(rho, gaussian_delta)
         results = [
             AccountantResult.certified("rdp", rdp, _RDP_METHOD, optimal_order=_order(alpha)),
-            AccountantResult(
-                "tight", True, tight, "exact for the Gaussian part; upper bound with δ_fail", _TIGHT_METHOD
-            ),
+            gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, _TIGHT_METHOD, guarantee=_TIGHT_GUARANTEE),
             _paper_result(p, z, d, probability),
         ]
         chosen = choose_accountant(results, accountant)

@@ -77,6 +77,7 @@ def solver_failure(p: PhasedOutputPerturbationParams, delta: float) -> tuple[flo
     return prob, delta_fail, default
 
 
+_TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
 _TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) of the run's Gaussian DP μ = √c/z (c = Gaussian releases a record "
     "influences: parallel composition across phases, Lemma A.1; exact GDP composition of x/y and of Algorithms 4/5), "

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import gdp
 from ... import validation as check
 from ...calibration import calibrate_rdp
 from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp, noise_for_linear_rdp, order_grid
@@ -107,7 +108,7 @@ def _single_pass(z: float, delta: float, grid: np.ndarray, tag: float | None) ->
     rdp_eps, alpha = epsilon_for_linear_rdp(rho, delta)
     order = alpha if math.isfinite(alpha) else None
     rdp = AccountantResult.certified("rdp", rdp_eps, SINGLE_RDP_METHOD, optimal_order=order, noise_multiplier=tag)
-    tight = AccountantResult("tight", True, gaussian_epsilon(z, delta), "exact", TIGHT_METHOD, noise_multiplier=tag)
+    tight = gdp.exact_result(1.0 / z, delta, TIGHT_METHOD, noise_multiplier=tag)
     curve = rho * grid
     return _Rigorous((rdp, tight), order, curve, [curve], [rdp_eps])
 
