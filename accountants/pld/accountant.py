@@ -296,6 +296,9 @@ class _Passes:
         releases = 1 << (self.steps - 1).bit_length()
         tail = max(TAIL_SHARE * scale / releases, 1e-300)
         self.ranges = [pair.loss_range(tail) for _, pair in self.leaves]
+        tops = [count * pair.largest_loss() for count, pair in self.leaves]
+        self.support_top = math.fsum(tops) * (1.0 + 4.0 * ATOM_SNAP) if all(map(math.isfinite, tops)) else math.inf
+        """The composition's largest loss (rounded up): δ(ε) = 0 at and above it, exactly."""
         self.spacing = common_spacing(atom for _, pair in self.leaves for atom in pair.atoms())
         """Where the releases' atoms share a spacing, the grids of the answer divide it (atoms on knots)."""
         self.widest = max(max((hi - lo for lo, hi in self.ranges), default=0.0), 1e-12)
@@ -306,6 +309,19 @@ class _Passes:
         """The plan of the reported answer's pass (ε queries): what the run's prefixes reuse (:mod:`.curve`)."""
 
     def run(self, start: float | None = None) -> PldAnswer:
+        """:meth:`_run`, capped at the composition's largest loss: δ(ε) = 0 at and above it, exactly (a bounded
+        composition's tiny δ is otherwise all rounding allowance)."""
+        if self.delta is None and float(self.epsilon or 0.0) >= max(self.support_top, 0.0):
+            return PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
+        answer = self._run(start)
+        if self.delta is not None and answer.value > self.support_top:
+            cap = max(self.support_top, 0.0)
+            if self.best_plan is not None:
+                self.best_plan = replace(self.best_plan, value=cap)
+            return replace(answer, value=cap, error_allowance=0.0)
+        return answer
+
+    def _run(self, start: float | None = None) -> PldAnswer:
         """Probe, then refine; or, from ``start`` (a nearby ε), a first pass around it on the grid it asks for
         (calibration: the answer at a nearby noise already knows where the answer lies). A start whose answer is
         not within a factor 2 of it is discarded for a probe."""
@@ -412,8 +428,9 @@ class _Passes:
         return max(float(2.0 ** (math.floor(GRID_LADDER * math.log2(wanted)) / GRID_LADDER)), finest)
 
     def _aligned(self, grid: float) -> float:
-        """The grid itself, or where the releases' atoms share a spacing a, the largest a/N not above it."""
-        if self.spacing is None or self.spacing / grid > MAX_ATOM_DIVISIONS:
+        """The grid itself, or where the releases' atoms share a spacing a ≥ the grid, the largest a/N not above it
+        (within a factor 2 of it)."""
+        if self.spacing is None or not 1.0 <= self.spacing / grid <= MAX_ATOM_DIVISIONS:
             return grid
         return self.spacing / math.ceil(self.spacing / grid * (1.0 - 1e-12))
 

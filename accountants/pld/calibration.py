@@ -28,6 +28,8 @@ CALIBRATION_RTOL = 1e-4
 """The answer σ⁺ certifies the target and σ⁺·(1 − 1e-4) does not."""
 NOISE_RANGE = (1e-4, 1e8)
 MAX_EVALUATIONS = 80
+MAX_ROUNDS = 4 * MAX_EVALUATIONS
+"""The search's rounds (an evaluated noise is remembered, so a round may evaluate nothing new); then it settles."""
 FIRST_SLOPE = 1.5
 """−d log ε/d log σ assumed before two evaluations measure it (DP-SGD's tight ε: 1.2–2)."""
 NEAR_TARGET = 0.9
@@ -101,7 +103,9 @@ def calibrate_pld(
     step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
     low_end, high_end = (math.log(v) for v in NOISE_RANGE)
     x, growth = min(max(math.log(initial), low_end), high_end), math.log(2.0)
-    while True:
+    for _ in range(MAX_ROUNDS):
+        if math.exp(x) in search.values:
+            x = _unvisited(search, target, x)  # the secant came back to a point already evaluated: bisect
         eps = search(math.exp(x))
         if x >= high_end and eps > target:
             _infeasible(search, target, math.exp(x), parameter)
@@ -124,6 +128,26 @@ def calibrate_pld(
                 return PldCalibration(noise, search.answers[noise], search.values[below], len(search.values))
             root = _next_root(search, target, step)
         x = min(max(root + 0.4 * step, low_end), high_end)  # aim just above the crossing
+    return _settled(search, target)
+
+
+def _unvisited(search: _Search, target: float, x: float) -> float:
+    """The middle of the bracket (log σ) where it has room left, else ``x`` (the search then settles)."""
+    lo, hi = search.bracket(target)
+    if lo is None or hi is None:
+        return x
+    middle = 0.5 * (math.log(lo) + math.log(hi))
+    return middle if math.exp(middle) not in search.values else x
+
+
+def _settled(search: _Search, target: float) -> PldCalibration:
+    """Where the certified ε is not monotone in σ within the calibration's tolerance (its rounding allowance at a
+    tiny δ): the smallest noise found to certify the target, and the ε just below it as evaluated."""
+    lo, hi = search.bracket(target)
+    if hi is None:
+        raise CalibrationError("the PLD calibration found no noise certifying the target (please report this)")
+    below = search.values[lo] if lo is not None else math.inf
+    return PldCalibration(hi, search.answers[hi], below, len(search.values))
 
 
 def _near_target(accountant: PldAccountant, event: DpEvent, target: float) -> PldAnswer:

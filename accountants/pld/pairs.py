@@ -81,6 +81,11 @@ class DominatingPair(ABC):
         discretises them exactly, both ways)."""
         return ()
 
+    def largest_loss(self) -> float:
+        """The largest loss L takes with positive probability under P (∞ if unbounded): at ε at or above the sum of
+        a composition's largest losses δ(ε) = 0 exactly, which caps every ε the accountant reports."""
+        return math.inf
+
 
 def common_spacing(atoms: Iterable[float], largest_divisor: int = 12) -> float | None:
     """The largest a = min|x|/k (k ≤ ``largest_divisor``) of which every atom x is an integer multiple (to 1e-9
@@ -168,6 +173,9 @@ class LaplacePair(BasePair):
     def atoms(self) -> tuple[float, ...]:
         return (-1.0 / self.scale, 1.0 / self.scale)
 
+    def largest_loss(self) -> float:
+        return 1.0 / self.scale
+
 
 @dataclass(frozen=True)
 class FinitePair(BasePair):
@@ -201,6 +209,10 @@ class FinitePair(BasePair):
 
     def atoms(self) -> tuple[float, ...]:
         return self.losses
+
+    def largest_loss(self) -> float:
+        positive = [loss for loss, mass in zip(self.losses, self.p_masses, strict=True) if mass > 0.0]
+        return max(positive, default=-math.inf)
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         atoms, p, q = self._arrays

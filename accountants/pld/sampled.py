@@ -96,6 +96,10 @@ class PoissonRemovePair(DominatingPair):
     def atoms(self) -> tuple[float, ...]:
         return tuple(_mixture_loss(self.sampling_rate, atom) for atom in self.base.atoms())
 
+    def largest_loss(self) -> float:
+        top = self.base.largest_loss()
+        return top if math.isinf(top) else _mixture_loss(self.sampling_rate, top)
+
 
 @dataclass(frozen=True)
 class PoissonAddPair(DominatingPair):
@@ -121,6 +125,10 @@ class PoissonAddPair(DominatingPair):
 
     def atoms(self) -> tuple[float, ...]:
         return tuple(-_mixture_loss(self.sampling_rate, atom) for atom in self.base.atoms())
+
+    def largest_loss(self) -> float:
+        top = self.base.largest_loss()  # the bases (Gaussian, Laplace) are symmetric: their smallest loss is −top
+        return top if math.isinf(top) else -_mixture_loss(self.sampling_rate, -top)
 
 
 @dataclass(frozen=True)
@@ -213,6 +221,9 @@ class ReplaceOneLaplacePair(DominatingPair):
     def atoms(self) -> tuple[float, ...]:
         return (-self._top, self._top)
 
+    def largest_loss(self) -> float:
+        return self._top
+
 
 def _laplace_cdf(x: np.ndarray, centre: float, scale: float) -> np.ndarray:
     """P(X ≤ x) for X ~ Lap(centre, scale), each side from its own exponential (accurate in both tails)."""
@@ -243,6 +254,9 @@ class SymmetrizedPair(DominatingPair):
         inner = self.inner.atoms()
         return (*(-atom for atom in inner), 0.0, *inner)
 
+    def largest_loss(self) -> float:
+        return max(self.inner.largest_loss(), 0.0)
+
 
 @dataclass(frozen=True)
 class MixturePair(DominatingPair):
@@ -269,3 +283,6 @@ class MixturePair(DominatingPair):
 
     def atoms(self) -> tuple[float, ...]:
         return tuple(atom for _, pair in self.components for atom in pair.atoms())
+
+    def largest_loss(self) -> float:
+        return max(pair.largest_loss() for weight, pair in self.components if weight > 0.0)

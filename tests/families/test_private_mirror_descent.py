@@ -699,3 +699,31 @@ def test_first_and_second_order_jobs_say_they_simulate_the_same_algorithm():
         notes[variant] = plan.prediction_note
     assert notes["first-order"] == notes["second-order"]
     assert "same algorithm" in notes["first-order"] and "only the predicted bound differs" in notes["first-order"]
+
+
+# -- one engine: /v1/privacy and an algorithm node of /v1/compose agree ------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(20))
+def test_privacy_and_an_algorithm_node_give_the_same_numbers(seed):
+    """The family's rdp and tight are the spine's accountants on its plan, so the composition of its plan alone
+    (replace-one, as the plan says) gives the same ε for rdp, tight and best."""
+    from accountants.pipeline import Composition, privacy
+
+    rng = np.random.default_rng(400 + seed)
+    variant = ["first-order", "second-order", "bias-reduced", "sco"][seed % 4]
+    n = int(10 ** rng.uniform(2.5, 4.5))
+    b = int(rng.integers(1, max(2, n // 40)))
+    params = {"variant": variant, "dataset_size": n, "batch_size": b, "dimension_x": 8, "lipschitz": 1.0}
+    params |= {"smoothness": 1.0} | ({"dimension_y": 6} if variant != "sco" else {"smoothness": 0.0})
+    if variant in ("second-order", "bias-reduced"):
+        params["second_order_smoothness"] = 0.5
+    params["stepsize"] = float(10 ** rng.uniform(-2, 0.5)) * b / 40
+    delta = float(10 ** rng.uniform(-9, -4))
+    node = {"type": "algorithm", "algorithm": "private-mirror-descent", "params": params}
+    for name in ("rdp", "tight", "best"):
+        family = FAMILY.privacy(params, delta, accountant=name)
+        composed = privacy(Composition(node, delta, name, neighbouring="replace-one"))
+        assert composed.epsilon == family.epsilon, (name, params, delta)
+        assert composed.accountant == family.accountant

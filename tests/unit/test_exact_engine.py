@@ -296,3 +296,43 @@ def test_a_gaussian_tree_is_converted_exactly_over_real_orders():
     event = ComposedEvent((SelfComposedEvent(GaussianEvent(2.0), 30), ZCdpEvent(0.01)))
     rho = 30 / 8 + 0.01
     assert RdpAccountant().epsilon(event, 1e-6).value == pytest.approx(epsilon_for_linear_rdp(rho, 1e-6)[0], rel=1e-14)
+
+
+# -- one engine --------------------------------------------------------------------------------------------------------
+
+
+def test_only_one_privacy_loss_distribution_implementation_remains():
+    """Every composition of privacy-loss distributions is accountants/pld's: no other module transforms or
+    convolves loss laws (the bounded-range accountant used to have its own discrete PLD and FFT composition)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "accountants"
+    outside = [
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if "pld" not in path.relative_to(root).parts
+        and any(word in path.read_text() for word in ("fft", "np.convolve", "DiscretePld"))
+    ]
+    assert outside == []
+    assert not (root / "mechanisms" / "discrete_pld.py").exists()
+    assert not (root / "mechanisms" / "bounded_range_composition.py").exists()
+
+
+def test_the_poisson_sampled_laplace_composition_of_dp_accountings_own_test():
+    """dp_accounting's test_poisson_subsampled_laplace: q = 0.2, b = 0.5, three releases, ε = 2.46964 at δ = 1e-14
+    (its pure ε, 3·log(1 + q(e^{1/b} − 1))). Every accountant answers; rdp gives that pure ε, tight brackets it."""
+    from accountants.pipeline import Composition, privacy
+
+    node = {"type": "repeated", "count": 3, "mechanism": {"type": "poisson-sampled", "sampling_rate": 0.2,
+            "mechanism": {"type": "laplace", "noise_multiplier": 0.5}}}  # fmt: skip
+    exact = 3 * math.log1p(0.2 * math.expm1(2.0))
+    answer = privacy(Composition(node, 1e-14))
+    by_name = {a.name: a for a in answer.accountants}
+    assert all(a.applicable for a in answer.accountants)
+    assert by_name["rdp"].epsilon == pytest.approx(exact, rel=1e-12) and by_name["rdp"].epsilon >= exact
+    tight = by_name["tight"]
+    assert tight.epsilon_lower <= exact <= tight.epsilon <= exact * (1 + 1e-4)
+    assert answer.epsilon == pytest.approx(2.46964, abs=1e-4)
+    for relation in ("add-remove", "replace-one"):
+        for accountant in ("best", "rdp", "tight"):
+            assert privacy(Composition(node, 1e-14, accountant, neighbouring=relation)).epsilon > 0
