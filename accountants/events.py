@@ -248,7 +248,8 @@ def non_gaussian_leaf(event: DpEvent) -> DpEvent | None:
 def gaussian_mu(event: DpEvent) -> float:
     """μ = (Σ count/z²)^½ of a tree of Gaussian releases (check :func:`non_gaussian_leaf` first): the single
     Gaussian with multiplier 1/μ releases as much (Dong, Roth & Su 2022, Cor. 3.3)."""
-    return math.sqrt(sum(count / leaf.noise_multiplier**2 for count, leaf in leaves(event)))  # type: ignore[attr-defined]  # Gaussian leaves
+    total = sum(count / leaf.noise_multiplier / leaf.noise_multiplier for count, leaf in leaves(event))  # type: ignore[attr-defined]  # Gaussian leaves (z² overflows past 1e154)
+    return math.sqrt(total)
 
 
 def _require_event(name: str, value: object) -> None:

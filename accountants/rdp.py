@@ -208,7 +208,7 @@ class RdpAccountant:
             return [(count, lambda a: np.minimum(pure_dp_rdp(eps, a), bounded_range_rdp(eta, a)))]
         if isinstance(event, ZCdpEvent):
             rho, xi = event.rho, event.xi
-            return [(count, lambda a: xi + rho * a)]
+            return [(count, lambda a: _affine(xi, rho, a))]
         if isinstance(event, PoissonSampledEvent) and isinstance(event.event, LaplaceEvent):
             sampled = self._sampled_laplace_epsilon(event.sampling_rate, event.event.noise_multiplier)
             return [(count, lambda a: pure_dp_rdp(sampled, a))]
@@ -278,6 +278,12 @@ class RdpAccountant:
         return 1.0 / gaussian_mu(event.event)
 
 
+def _affine(xi: float, rho: float, orders: np.ndarray) -> np.ndarray:
+    """ξ + ρα, ∞ where it overflows (a valid, if useless, bound)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(xi + rho * orders)
+
+
 ZCDP_ROUTE = (
     "the tree's zCDP envelope ξ + ρα (each leaf's: Gaussian 1/(2z²), ε-DP ε²/2, bounded range η²/8, zCDP as given), "
     "converted exactly over real orders"
@@ -288,7 +294,7 @@ PURE_ROUTE = "the sum of the releases' pure ε₀ (the Rényi curve's limit as �
 def _leaf_envelope(leaf: DpEvent, pure: float | None) -> tuple[float, float] | None:
     """(ξ, ρ) of one release's zCDP envelope, where it has one (``pure``: its ε₀ where it is ε₀-DP)."""
     if isinstance(leaf, GaussianEvent):
-        return 0.0, 0.5 / leaf.noise_multiplier**2
+        return 0.0, 0.5 / leaf.noise_multiplier / leaf.noise_multiplier  # (z² overflows past 1e154)
     if isinstance(leaf, ZCdpEvent):
         return leaf.xi, leaf.rho
     if isinstance(leaf, BoundedRangeEvent):

@@ -31,8 +31,21 @@ def pure_dp_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     e = float(epsilon0)
     if e == 0.0:
         return np.zeros_like(a)
-    log_x = log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e
-    return np.asarray(np.logaddexp(0.0, log_x - np.logaddexp(0.0, e)) / (a - 1.0))
+    return _bounded_by_epsilon(_log_x(a, e) - float(np.logaddexp(0.0, e)), a, e)
+
+
+def _log_x(a: np.ndarray, e: float) -> np.ndarray:
+    """log x = log(e^{(α−1)ε₀} − 1) + log(e^{αε₀} − 1) + (1 − α)ε₀ (:func:`pure_dp_rdp`), ∞ where it overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e)
+
+
+def _bounded_by_epsilon(log_term: np.ndarray, a: np.ndarray, e: float) -> np.ndarray:
+    """(1/(α−1))·log(1 + e^{log_term}), never above ε₀ (D_α ≤ D_∞ = ε₀; where the terms overflow, it is ε₀ to
+    rounding)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = np.logaddexp(0.0, log_term) / (a - 1.0)
+    return np.asarray(np.where(np.isfinite(value), np.minimum(value, e), e))
 
 
 def randomized_response_rdp(noise_parameter: float, buckets: int, orders: np.ndarray) -> np.ndarray:
@@ -45,8 +58,7 @@ def randomized_response_rdp(noise_parameter: float, buckets: int, orders: np.nda
     e = math.log1p(k * (1.0 - p) / p)
     if e == 0.0:
         return np.zeros_like(a)
-    log_x = log_expm1((a - 1.0) * e) + log_expm1(a * e) + (1.0 - a) * e
-    return np.asarray(np.logaddexp(0.0, log_x + math.log(p / k)) / (a - 1.0))
+    return _bounded_by_epsilon(_log_x(a, e) + math.log(p / k), a, e)
 
 
 def bounded_range_rdp(epsilon0: float, orders: np.ndarray) -> np.ndarray:

@@ -49,7 +49,12 @@ subtracts it (:meth:`~accountants.pld.accountant.PldAccountant.epsilon`)."""
 
 def snapped_down(losses: np.ndarray) -> np.ndarray:
     """The losses lowered by :data:`ATOM_SNAP` of their size (atoms at or above these count as ≥ the loss)."""
-    return np.asarray(losses - ATOM_SNAP * np.abs(losses))
+    return np.asarray(np.where(np.isfinite(losses), losses - ATOM_SNAP * np.abs(losses), losses))
+
+
+def snapped_up(losses: np.ndarray) -> np.ndarray:
+    """The losses raised by :data:`ATOM_SNAP` of their size (atoms at or below these count as ≤ the loss)."""
+    return np.asarray(np.where(np.isfinite(losses), losses + ATOM_SNAP * np.abs(losses), losses))
 
 
 Survivals = tuple[np.ndarray, np.ndarray]
@@ -158,7 +163,7 @@ class LaplacePair(BasePair):
         eps = np.asarray(losses, dtype=float)
         left, right = self._inner(eps)
         edge = 1.0 / self.scale
-        high = eps + ATOM_SNAP * np.abs(eps)
+        high = snapped_up(eps)
         inside = (high >= -edge) & (high < edge)
         above = high >= edge
         return (
@@ -202,7 +207,7 @@ class FinitePair(BasePair):
     def cdf(self, losses: np.ndarray) -> Survivals:
         atoms, p, q = self._arrays
         eps = np.asarray(losses, dtype=float)
-        last = np.searchsorted(atoms, eps + ATOM_SNAP * np.abs(eps), side="right")  # atoms ≤ ε before this
+        last = np.searchsorted(atoms, snapped_up(eps), side="right")  # atoms ≤ ε before this
         p_head = np.concatenate(([0.0], np.cumsum(p)))
         q_head = np.concatenate(([0.0], np.cumsum(q)))
         return p_head[last], q_head[last]

@@ -81,7 +81,8 @@ class LogMgf:
         """:meth:`spread` at each θ (one evaluation of K for all); ∞ where K is not finite nearby."""
         h = np.maximum(float(self.thetas[self.thetas > 0][0]), 1e-3 * thetas)
         k = self(np.column_stack((thetas - h, thetas, thetas + h)).ravel()).reshape(-1, 3)
-        second = np.maximum((k[:, 0] - 2.0 * k[:, 1] + k[:, 2]) / (h * h), 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # tilts near the float range: ∞ below
+            second = np.maximum((k[:, 0] - 2.0 * k[:, 1] + k[:, 2]) / (h * h), 0.0)
         return np.where(np.all(np.isfinite(k), axis=1), np.sqrt(np.where(np.isfinite(second), second, 0.0)), np.inf)
 
     def saddle_tilt(self, epsilon: float) -> float:
