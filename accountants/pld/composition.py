@@ -248,24 +248,30 @@ class TiltedComposition:
                 return None
         return self._verified(delta, estimate)
 
-    def _solve(self, delta: float, start: float) -> float:
-        """Locate the answer on the knots with suffix sums, then solve between two knots (not yet verified).
-
-        δ restricted to knots j… is A_j − e^ε·B_j with A_j = Σ_{i≥j} a_i and B_j = Σ_{i≥j} a_i e^{−L_i}; B is kept
-        as log B, summed linearly under a shift when the window's losses above ``start`` span less than
-        :data:`EXPONENT_CAP` (each factor's exponent capped there, so no sum of at most 2^21 terms overflows), in log
-        space otherwise. Only a locator: the answer is certified by :meth:`_verified`."""
+    def suffix_sums(self, start: float) -> tuple[np.ndarray, np.ndarray]:
+        """A_j = Σ_{i≥j} a_i and log B_j = log Σ_{i≥j} a_i·e^{−L_i}, a_i = t_i·e^{K − θL_i} as computed (no rounding
+        factor): the main sum at ε between knots j − 1 and j is A_j − e^ε·B_j. B is summed linearly under a shift
+        when the window's losses above ``start`` span less than :data:`EXPONENT_CAP` (each factor's exponent capped
+        there, so no sum of at most 2^21 terms overflows), in log space otherwise. A locator only (cumulative sums
+        and a difference): answers are checked by :meth:`main_sum`."""
         log_w = self.log_scale - self.theta * self.losses
-        a = self.tilted * np.exp(np.minimum(log_w, EXPONENT_CAP)) * self.rounding
+        a = self.tilted * np.exp(np.minimum(log_w, EXPONENT_CAP))
         suffix_a = np.cumsum(a[::-1])[::-1]
-        first = int(np.searchsorted(self.losses, start, side="right"))
         shift = float(self.losses[-1])
         with np.errstate(divide="ignore"):
             if shift - start <= EXPONENT_CAP:
-                b = self.tilted * np.exp(np.minimum(log_w + shift - self.losses, EXPONENT_CAP)) * self.rounding
+                b = self.tilted * np.exp(np.minimum(log_w + shift - self.losses, EXPONENT_CAP))
                 log_suffix_b = np.log(np.cumsum(b[::-1])[::-1]) - shift
             else:
                 log_suffix_b = np.logaddexp.accumulate((np.log(a) - self.losses)[::-1])[::-1]
+        return np.asarray(suffix_a), np.asarray(log_suffix_b)
+
+    def _solve(self, delta: float, start: float) -> float:
+        """Locate the answer on the knots with suffix sums (:meth:`suffix_sums`), then solve between two knots (not
+        yet verified: the answer is certified by :meth:`_verified`)."""
+        suffix_a, log_suffix_b = self.suffix_sums(start)
+        suffix_a, log_suffix_b = suffix_a * self.rounding, log_suffix_b + math.log(self.rounding)
+        first = int(np.searchsorted(self.losses, start, side="right"))
         n = self.losses.size
 
         def value(eps: float, j: int) -> float:  # terms with index ≥ j, i.e. losses ≥ losses[j]

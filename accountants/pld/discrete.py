@@ -130,41 +130,57 @@ def optimistic_leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> Leaf
     m, n = s_p - p_next, s_q - q_next
     slack = SURVIVAL_RTOL + 4.0 * U
     m_low = np.maximum(m - slack * (s_p + p_next), 0.0)
+    n_low = np.maximum(n - slack * (s_q + q_next), 0.0)
     surplus = m - scale * n
     surplus_error = slack * ((s_p + p_next) + scale * (s_q + q_next)) + 4.0 * U * (np.abs(m) + scale * np.abs(n))
     u_low = np.maximum(surplus - surplus_error, 0.0)
     deficit = math.expm1(grid) * scale * n - surplus  # e^{ε_{j+1}}n_j − m_j
     d_up = np.maximum(deficit + surplus_error + 4.0 * U * math.expm1(grid) * scale * np.abs(n), 0.0)
-    up = _merged_fractions(u_low, d_up)
-    probs = (1.0 - up) * m_low
-    probs[1:] += up[:-1] * m_low[:-1]
+    probs = _merged(m_low, n_low, u_low, d_up, scale)
     return LeafPld(grid, lo, probs * (1.0 - 4.0 * U), 0.0)
 
 
 MERGE_ROUNDS = 4
-"""Rounds of merging in :func:`optimistic_leaf`: each merges what the previous left of adjacent bins (for a smooth
-loss what is left shrinks by orders of magnitude each round)."""
+"""Rounds of merging in :func:`optimistic_leaf`: each merges what the previous ones left (for a smooth loss what is
+left shrinks by orders of magnitude each round)."""
+MERGE_DISTANCES = (1, 2, 3, 5, 8)
+"""Bins j and j + d merge at knot j + 1 for these d: adjacent bins balance a smooth loss; where the bin masses fall
+steeply (a loss concentrated within a few knots), the deficit of bin j finds its balance in bins further up."""
 
 
-def _merged_fractions(surplus: np.ndarray, deficit: np.ndarray) -> np.ndarray:
-    """u_j, the fraction of bin j merged up into knot j + 1, over :data:`MERGE_ROUNDS` rounds: in each, the balance
-    merged at knot k is t_k = ½√(D_{k−1}ℓ_{k−1}·U_kℓ_k) (ℓ the fractions still left), scaled down where a bin would
-    give more than it has left; bin j gives t_{j+1}/D_j up and t_j/U_j down."""
-    left = np.ones(surplus.size)
-    up = np.zeros(surplus.size)
+def _merged(
+    mass: np.ndarray, q_mass: np.ndarray, surplus: np.ndarray, deficit: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """The optimistic law's masses: over :data:`MERGE_ROUNDS` rounds and each distance d of :data:`MERGE_DISTANCES`,
+    bin j (deficit D_j under knot j + 1) and bin i = j + d (surplus U⁽ᵈ⁾_i = U_i + (e^{ε_i} − e^{ε_{j+1}})n_i over
+    it, n_i its Q-mass) merge the balance t = ½√(ℓ_j D_j·ℓ_i U⁽ᵈ⁾_i) at knot j + 1 (ℓ the fractions still left),
+    scaled down where a bin would give more than it has left; what is left at the end stays at its own knot. A bin
+    with no surplus over its own knot (an atom on it) is left where it is: it loses nothing there."""
+    size = mass.size
+    left = np.ones(size)
+    probs = np.zeros(size)
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(MERGE_ROUNDS):
-            merged = np.concatenate(([0.0], 0.5 * np.sqrt(left[:-1] * deficit[:-1] * left[1:] * surplus[1:]), [0.0]))
-            down_part = np.where(surplus > 0.0, merged[:-1] / surplus, 0.0)
-            up_part = np.where(deficit > 0.0, merged[1:] / deficit, 0.0)
-            over = left / np.maximum((down_part + up_part) * (1.0 + 8.0 * U), left)
-            scale = np.minimum(over[:-1], over[1:])
-            down_part[1:] *= scale
-            up_part[:-1] *= scale
-            up_part[-1] = 0.0  # the top bin sends nothing up
-            left = np.maximum(left - down_part - up_part, 0.0)
-            up += up_part
-    return np.asarray(np.nan_to_num(up, nan=0.0))
+            for d in MERGE_DISTANCES:
+                if d >= size:
+                    continue
+                lift = np.maximum(scale[d:] - scale[1 : size - d + 1], 0.0) * q_mass[d:] if d > 1 else 0.0
+                # U⁽ᵈ⁾ of bins d…, over the knot d − 1 below them; a bin at its own knot (an atom there) stays put
+                above = np.where(surplus[d:] > 0.0, surplus[d:] + lift, 0.0)
+                merged = 0.5 * np.sqrt(left[:-d] * deficit[:-d] * left[d:] * above)
+                up_part = np.where(deficit[:-d] > 0.0, merged / deficit[:-d], 0.0)  # of bins 0 … size − d − 1
+                down_part = np.where(above > 0.0, merged / above, 0.0)  # of bins d … size − 1
+                given = np.zeros(size)
+                given[:-d] += up_part
+                given[d:] += down_part
+                over = left / np.maximum(given * (1.0 + 8.0 * U), left)
+                factor = np.nan_to_num(np.minimum(over[:-d], over[d:]), nan=0.0)
+                up_part, down_part = np.nan_to_num(up_part * factor), np.nan_to_num(down_part * factor)
+                probs[1 : size - d + 1] += up_part * mass[:-d] + down_part * mass[d:]
+                left[:-d] -= up_part
+                left[d:] -= down_part
+                np.maximum(left, 0.0, out=left)
+    return np.asarray(probs + left * mass)
 
 
 def wanted_grid(relative: float, max_grid: float, epsilon: float, steps: int) -> float:

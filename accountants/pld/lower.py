@@ -25,7 +25,7 @@ mechanism's own ε wherever the pairs are attained, :mod:`accountants.pld.readin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -66,34 +66,55 @@ class LowerComposition:
 
         δ⁻ is not monotone (the subtracted FFT term grows as ε falls, e^{−θε}), but any ε where it exceeds δ
         certifies: the candidates upper − g for gaps g growing geometrically from a fraction of a knot are tried from
-        the top, and the first that certifies is pushed up by bisection towards the last that did not."""
-        bottom = max(self.composed.bottom, 0.0)
-        grid = self.composed.grid
-        gaps = np.unique(np.concatenate((grid * 2.0 ** np.arange(-20, 60), upper * 10.0 ** -np.arange(15.0, 0.0, -1))))
+        the top, and the first that certifies is pushed up by bisection towards the last that did not — all on the
+        suffix sums (:meth:`~accountants.pld.composition.TiltedComposition.suffix_sums`), then checked by the direct
+        sum, stepping down where that disagrees."""
+        c = self.composed
+        bottom = max(c.bottom, 0.0)
+        suffix_a, log_suffix_b = c.suffix_sums(bottom)
+        scale = 1.0 / (c.rounding * (1.0 + SUM_MARGIN))
+
+        def estimate(eps: float) -> float:
+            j = int(np.searchsorted(c.losses, eps, side="right"))
+            main = suffix_a[j] - math.exp(min(eps + float(log_suffix_b[j]), 700.0)) if j < c.losses.size else 0.0
+            return main * scale - c.fft_term(eps, capped=False) - self.wrapped
+
+        gaps = np.unique(
+            np.concatenate((c.grid * 2.0 ** np.arange(-20, 60), upper * 10.0 ** -np.arange(15.0, 0.0, -1)))
+        )
         above = upper
         for gap in gaps.tolist():
             candidate = upper - gap
             if candidate < bottom:
                 break
-            if self.delta(candidate) > delta:
-                return self._pushed_up(delta, candidate, above)
+            if estimate(candidate) > delta:
+                return self._checked(delta, _bisected(estimate, delta, candidate, above), candidate)
             above = candidate
-        if bottom == 0.0:
-            return 0.0
-        return None
+        return 0.0 if bottom == 0.0 else None
 
-    def _pushed_up(self, delta: float, certified: float, above: float) -> float:
-        """Bisection between a certified ε and a larger one that was not (each step keeps a certified end)."""
-        lo, hi = certified, above
+    def _checked(self, delta: float, found: float, floor: float) -> float:
+        """``found`` where the direct sum certifies it, else the nearest ε below it (down to ``floor``) that does."""
+        step = 1e-12 * max(1.0, abs(found))
+        candidate = found
         for _ in range(_BISECTIONS):
-            if hi - lo <= 1e-13 * max(1.0, hi):
-                break
-            mid = 0.5 * (lo + hi)
-            if self.delta(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+            if self.delta(candidate) > delta:
+                return candidate
+            candidate, step = max(candidate - step, floor), step * 4.0
+        return floor if self.delta(floor) > delta else 0.0
+
+
+def _bisected(value: Callable[[float], float], delta: float, certified: float, above: float) -> float:
+    """Bisection between an ε where ``value`` exceeds δ and a larger one where it did not (keeping the first end)."""
+    lo, hi = certified, above
+    for _ in range(_BISECTIONS):
+        if hi - lo <= 1e-13 * max(1.0, hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if value(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window) -> float:
