@@ -19,7 +19,13 @@ from collections.abc import Callable, Sequence
 from . import gdp
 from .calibration import calibrate
 from .errors import CalibrationError, ParameterError
-from .events import DpEvent
+from .events import (
+    BoundedRangeEvent,
+    DpEvent,
+    SampledWithoutReplacementEvent,
+    TruncatedPoissonSampledEvent,
+    leaves,
+)
 from .pld import PldAccountant, PldAnswer
 from .pld.calibration import calibrate_pld
 from .pld.curve import CirclePlan
@@ -36,22 +42,37 @@ PLD_METHOD = (
     "bound)"
 )
 
+READING_NOTES: dict[type[DpEvent], str] = {
+    BoundedRangeEvent: "bounded-range releases read as blocks of 64 adaptive steps of their class (exact Bellman "
+    "recursion over generalised randomised responses on a lattice of range/8: the optimal adaptive composition, "
+    "pessimistically)",
+    SampledWithoutReplacementEvent: "sampling without replacement read as the least pair dominating it (the remove "
+    "pair at m/n and its reverse, Balle, Barthe & Gaboardi 2018)",
+    TruncatedPoissonSampledEvent: "truncated Poisson sampling read as the mixture, coin revealed, of the plain and "
+    "the cut batch (arXiv 2508.15089)",
+}
+"""What a method sentence adds for releases read through more than their own pair (:mod:`accountants.pld.reading`)."""
+
 GDP_RTOL = 1e-9
 """An exact (Gaussian) calibration is solved to this relative noise (each evaluation is a closed form)."""
 
 PREFIX_METHOD = "; this prefix read off the whole run's tilted spectrum (same leaves, grid, tilt), every error bounded"
 
 
-def pld_method(answer: PldAnswer, neighbouring: Neighbouring) -> str:
-    """The method sentence of a PLD answer: relation, directions, grid, tilt and the error allowance in δ."""
+def pld_method(answer: PldAnswer, neighbouring: Neighbouring, event: DpEvent | None = None) -> str:
+    """The method sentence of a PLD answer: relation, directions, grid, tilt and the error allowance in δ, and how
+    the releases that need more than their own pair are read."""
     directions = "worse of the add and remove directions" if answer.directions == 2 else "symmetric pair"
-    return PLD_METHOD.format(
+    method = PLD_METHOD.format(
         relation=f"{neighbouring} neighbours",
         directions=directions,
         grid=answer.grid,
         tilt=answer.tilt,
         allowance=answer.error_allowance,
     )
+    kinds = set() if event is None else {type(leaf) for _, leaf in leaves(event)}
+    notes = [note for kind, note in READING_NOTES.items() if kind in kinds]
+    return method + "".join(f"; {note}" for note in notes)
 
 
 def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> AccountantResult:
@@ -78,7 +99,7 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
     for k, event in enumerate(events[:-1]):
         answer = from_run.get(k)
         if answer is not None:
-            method = pld_method(answer, neighbouring) + PREFIX_METHOD
+            method = pld_method(answer, neighbouring, event) + PREFIX_METHOD
             results.append(AccountantResult.certified("tight", answer.value, method))
         else:
             result, answer, _ = _tight(event, accountant, delta, near)
@@ -100,7 +121,7 @@ def _tight(
         return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None, ()
     except ParameterError as error:
         return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None, ()
-    method = pld_method(answer, accountant.neighbouring)
+    method = pld_method(answer, accountant.neighbouring, event)
     result = AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
     return result, answer, plans
 
@@ -127,7 +148,7 @@ def tight_calibration(
     except UnsupportedEventError as error:
         raise CalibrationError(f"no PLD for this plan: {error}") from error
     lower = _lower_at(accountant, event_at(found.noise), delta, found.answer)
-    method = pld_method(found.answer, neighbouring)
+    method = pld_method(found.answer, neighbouring, event_at(found.noise))
     return found.noise, AccountantResult.certified("tight", found.answer.value, method, epsilon_lower=lower)
 
 

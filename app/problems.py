@@ -93,6 +93,19 @@ def unknown_algorithm(algorithm: object) -> ApiProblem:
     )
 
 
+def unsupported_accountant(exc: UnsupportedAccountantError) -> ApiProblem:
+    """The accountant asked for does not apply here: the ones that do, and its reason."""
+    allowed = "one of: " + ", ".join(exc.supported)
+    return ApiProblem(
+        422,
+        "unsupported-accountant",
+        "Accountant not available",
+        str(exc),
+        supported=list(exc.supported),
+        errors=[{"loc": ["accountant"], "message": exc.reason, "allowed": allowed}],
+    )
+
+
 def unsupported_event(path: str, exc: UnsupportedEventError) -> ApiProblem:
     """An accountant asked for cannot read a release of the mechanism (every accountant that can answers in the
     report; this is for one that was required)."""
@@ -145,18 +158,7 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
 
     @app.exception_handler(UnsupportedAccountantError)
     async def _accountant(request: Request, exc: UnsupportedAccountantError) -> JSONResponse:
-        allowed = "one of: " + ", ".join(exc.supported)
-        return problem_response(
-            request,
-            ApiProblem(
-                422,
-                "unsupported-accountant",
-                "Accountant not available",
-                str(exc),
-                supported=list(exc.supported),
-                errors=[{"loc": ["accountant"], "message": exc.reason, "allowed": allowed}],
-            ),
-        )
+        return problem_response(request, unsupported_accountant(exc))
 
     @app.exception_handler(UnsupportedEventError)
     async def _unsupported_event(request: Request, exc: UnsupportedEventError) -> JSONResponse:

@@ -45,7 +45,8 @@ def test_privacy_names_every_accountant_and_the_knob(http):
     assert "ε₀ = 4ηL₀/B" in conventions["noise_multiplier_definition"]
     tight, paper = by_name(body["accountants"], "tight"), by_name(body["accountants"], "paper")
     assert tight["applicable"] and tight["epsilon"] == body["epsilon"] < rdp["epsilon"]
-    assert "answered by (a), bounded range" in tight["method"]
+    assert "bounded-range releases read as blocks of 64 adaptive steps" in tight["method"]
+    assert tight["epsilon_lower"] <= tight["epsilon"]
     assert paper["applicable"] and paper["epsilon"] > rdp["epsilon"]
     assert [r["count"] for r in body["releases"]] == [2665, 2665]
     assert body["releases"][0]["details"]["epsilon0"] == pytest.approx(4 * 0.0125 / 12)
