@@ -161,9 +161,8 @@ class PldAccountant:
         by_direction = tuple(a.value for a in answers)
         plans = tuple(run.best_plan for run in passes)
         bound = None
-        if lower:
-            bounds = [b for b in (run.lower_epsilon() for run in passes) if b is not None]
-            bound = max(bounds) if bounds else None
+        if lower:  # the worse direction's: the answer's ε is at least its ε (the other would rarely be larger)
+            bound = max(passes, key=lambda run: run.best_plan.value if run.best_plan else -math.inf).lower_epsilon()
         return replace(worst, directions=len(answers), by_direction=by_direction, lower=bound), plans
 
     def prefix_epsilons(
