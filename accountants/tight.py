@@ -147,16 +147,7 @@ def tight_calibration(
         found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter)
     except UnsupportedEventError as error:
         raise CalibrationError(f"no PLD for this plan: {error}") from error
-    lower = _lower_at(accountant, event_at(found.noise), delta, found.answer)
+    bound = found.lower()
+    lower = None if bound is None else min(bound, found.answer.value)
     method = pld_method(found.answer, neighbouring, event_at(found.noise))
     return found.noise, AccountantResult.certified("tight", found.answer.value, method, epsilon_lower=lower)
-
-
-def _lower_at(accountant: PldAccountant, event: DpEvent, delta: float, answer: PldAnswer) -> float | None:
-    """The certified lower bound at a calibration's answer (the search does not need it): the same query again,
-    from the answer's grid, with the lower bound; None where it is not certified."""
-    try:
-        bracket = accountant.epsilon(event, delta, near=answer, lower=True)
-    except ParameterError:
-        return None
-    return None if bracket.lower is None else min(bracket.lower, answer.value)

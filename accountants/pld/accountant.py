@@ -16,7 +16,7 @@ and reported).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -140,8 +140,24 @@ class PldAccountant:
     def epsilon_and_plans(
         self, event: DpEvent, delta: float, near: PldAnswer | None = None, lower: bool = False
     ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...]]:
-        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses and
-        :meth:`lower_epsilon` composes the optimistic leaves on)."""
+        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses)."""
+        answer, plans, bound = self._answered(event, delta, near)
+        return (replace(answer, lower=bound()) if lower else answer), plans
+
+    def evaluate(
+        self, event: DpEvent, delta: float, near: PldAnswer | None = None
+    ) -> tuple[PldAnswer, Callable[[], float | None]]:
+        """:meth:`epsilon`, and a function that computes its certified lower bound later, from the same passes (a
+        calibration asks for it at its answer only)."""
+        answer, _, bound = self._answered(event, delta, near)
+        return answer, bound
+
+    def _answered(
+        self, event: DpEvent, delta: float, near: PldAnswer | None
+    ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...], Callable[[], float | None]]:
+        """Each direction's passes (from ``near``'s values where given); the worse direction's answer with every
+        direction's value, the plans, and the lower bound to compute: the worse direction's (the answer's ε is at
+        least its ε; the other's bound would rarely be larger)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
@@ -151,19 +167,11 @@ class PldAccountant:
         answers = [run.run(start) for run, start in zip(passes, starts, strict=True)]
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
-            raise ParameterError.single(
-                "delta",
-                "is too small: the PLD accountant certifies no finite epsilon at this delta (its error allowance "
-                f"is {worst.error_allowance:.3g})",
-                f"> {worst.error_allowance:.3g}",
-                delta,
-            )
+            raise _uncertified(worst, delta)
         by_direction = tuple(a.value for a in answers)
         plans = tuple(run.best_plan for run in passes)
-        bound = None
-        if lower:  # the worse direction's: the answer's ε is at least its ε (the other would rarely be larger)
-            bound = max(passes, key=lambda run: run.best_plan.value if run.best_plan else -math.inf).lower_epsilon()
-        return replace(worst, directions=len(answers), by_direction=by_direction, lower=bound), plans
+        worse = max(passes, key=lambda run: run.best_plan.value if run.best_plan else -math.inf)
+        return replace(worst, directions=len(answers), by_direction=by_direction), plans, worse.lower_epsilon
 
     def prefix_epsilons(
         self, plans: Sequence[CirclePlan | None], events: Sequence[DpEvent], delta: float
@@ -253,6 +261,16 @@ class PldAccountant:
     def directions(self, event: DpEvent) -> list[_Direction]:
         """The leaves of each direction to account (:func:`~accountants.pld.reading.directed_leaves`)."""
         return [_Direction(leaves) for leaves in directed_leaves(event, self.neighbouring)]
+
+
+def _uncertified(worst: PldAnswer, delta: float) -> ParameterError:
+    return ParameterError.single(
+        "delta",
+        "is too small: the PLD accountant certifies no finite epsilon at this delta (its error allowance "
+        f"is {worst.error_allowance:.3g})",
+        f"> {worst.error_allowance:.3g}",
+        delta,
+    )
 
 
 CACHED_LEAF_KNOTS = 1 << 17

@@ -44,15 +44,21 @@ class PldCalibration:
     answer: PldAnswer
     epsilon_below: float
     evaluations: int
+    lower: Callable[[], float | None] = lambda: None
+    """The answer's certified lower bound, computed when asked (from the answer's own passes)."""
 
 
 class _Search:
     """The evaluations of one calibration: certified ε by noise, the nearest feasible/infeasible noises so far."""
 
-    def __init__(self, event_at: Callable[[float], DpEvent], accountant: PldAccountant, delta: float) -> None:
-        self.event_at, self.accountant, self.delta = event_at, accountant, delta
+    def __init__(
+        self, event_at: Callable[[float], DpEvent], accountant: PldAccountant, delta: float, target: float
+    ) -> None:
+        self.event_at, self.accountant, self.delta, self.target = event_at, accountant, delta, target
         self.values: dict[float, float] = {}
         self.answers: dict[float, PldAnswer] = {}
+        self.lowers: dict[float, Callable[[], float | None]] = {}
+        """The lower bound of the smallest feasible noise evaluated (only its passes are kept alive)."""
         self.near: PldAnswer | None = None
 
     def __call__(self, noise: float) -> float:
@@ -60,11 +66,13 @@ class _Search:
             if len(self.values) >= MAX_EVALUATIONS:
                 raise CalibrationError("the PLD calibration did not converge (please report this)")
             try:
-                answer = self.accountant.epsilon(self.event_at(noise), self.delta, near=self.near)
+                answer, lower = self.accountant.evaluate(self.event_at(noise), self.delta, near=self.near)
             except ParameterError:  # no finite ε certified at this noise (δ below the error allowance)
                 self.values[noise] = math.inf
                 return math.inf
             self.values[noise], self.answers[noise] = answer.value, answer
+            if answer.value <= self.target and all(noise < kept for kept in self.lowers):
+                self.lowers = {noise: lower}
             if math.isfinite(answer.value):
                 self.near = answer
         return self.values[noise]
@@ -98,7 +106,7 @@ def calibrate_pld(
     ``event_at(σ)`` is the mechanism at noise σ (ε non-increasing in σ); ``initial`` a starting noise near the answer
     (the first evaluation starts its window near the target instead of probing). Raises :class:`CalibrationError`
     when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
-    search = _Search(event_at, accountant, delta)
+    search = _Search(event_at, accountant, delta, target)
     search.near = _near_target(accountant, event_at(initial), target)
     step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
     low_end, high_end = (math.log(v) for v in NOISE_RANGE)
@@ -125,7 +133,7 @@ def calibrate_pld(
             below = math.exp(x) * (1.0 - rtol)
             if search(below) > target:
                 noise = math.exp(x)
-                return PldCalibration(noise, search.answers[noise], search.values[below], len(search.values))
+                return _found(search, noise, search.values[below])
             root = _next_root(search, target, step)
         x = min(max(root + 0.4 * step, low_end), high_end)  # aim just above the crossing
     return _settled(search, target)
@@ -147,7 +155,12 @@ def _settled(search: _Search, target: float) -> PldCalibration:
     if hi is None:
         raise CalibrationError("the PLD calibration found no noise certifying the target (please report this)")
     below = search.values[lo] if lo is not None else math.inf
-    return PldCalibration(hi, search.answers[hi], below, len(search.values))
+    return _found(search, hi, below)
+
+
+def _found(search: _Search, noise: float, below: float) -> PldCalibration:
+    lower = search.lowers.get(noise, lambda: None)
+    return PldCalibration(noise, search.answers[noise], below, len(search.values), lower)
 
 
 def _near_target(accountant: PldAccountant, event: DpEvent, target: float) -> PldAnswer:

@@ -140,10 +140,10 @@ def optimistic_leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> Leaf
     return LeafPld(grid, lo, probs * (1.0 - 4.0 * U), 0.0)
 
 
-MERGE_ROUNDS = 4
+MERGE_ROUNDS = 3
 """Rounds of merging in :func:`optimistic_leaf`: each merges what the previous ones left (for a smooth loss what is
 left shrinks by orders of magnitude each round)."""
-MERGE_DISTANCES = (1, 2, 3, 5, 8)
+MERGE_DISTANCES = (1, 2, 4, 8)
 """Bins j and j + d merge at knot j + 1 for these d: adjacent bins balance a smooth loss; where the bin masses fall
 steeply (a loss concentrated within a few knots), the deficit of bin j finds its balance in bins further up."""
 

@@ -146,3 +146,23 @@ def test_job_refuses_what_it_cannot_simulate(http):
         json={"algorithm": ALGORITHM, "params": PARAMS | {"dimension_x": 500, "stepsize": 0.01}, "delta": 1e-5},
     )
     assert_problem(response, 422, ("params", "dimension_x"))
+
+
+@pytest.mark.parametrize("variant", ["second-order", "sco"])
+def test_privacy_and_an_algorithm_node_answer_the_same_over_http(http, variant):
+    """/v1/privacy and /v1/compose with an algorithm node: the same ε from rdp, tight and best (one engine)."""
+    params = PARAMS | {"stepsize": 0.0125}
+    if variant == "sco":
+        params = {"variant": "sco", "dataset_size": 4000, "dimension_x": 8, "lipschitz": 1.0, "smoothness": 0.0,
+                  "batch_size": 40, "stepsize": 0.002}  # fmt: skip
+    node = {"type": "algorithm", "algorithm": ALGORITHM, "params": params}
+    for accountant in ("rdp", "tight", "best"):
+        family = http.post(
+            "/v1/privacy", json={"algorithm": ALGORITHM, "params": params, "delta": DELTA, "accountant": accountant}
+        )
+        composed = http.post(
+            "/v1/compose",
+            json={"mechanism": node, "delta": DELTA, "accountant": accountant, "neighbouring": "replace-one"},
+        )
+        assert family.status_code == composed.status_code == 200, (family.text, composed.text)
+        assert family.json()["epsilon"] == composed.json()["epsilon"], accountant
