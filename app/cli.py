@@ -384,9 +384,10 @@ def _summary(command: str, answer: Any) -> str:
             if command == "calibrate" and a.calibrated_value is not None
             else ""
         )
+        bracket = "" if a.epsilon_lower is None else f"; exact ε ≥ {a.epsilon_lower:.6g}, certified"
         lines.append(
             f"  {a.name:6} "
-            + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee})" if a.applicable else f"not applicable: {a.reason}")
+            + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee}{bracket})" if a.applicable else f"not applicable: {a.reason}")
         )
     paper = getattr(answer, "paper", None)
     if paper is not None:

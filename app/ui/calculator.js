@@ -147,7 +147,9 @@ function renderAnswer(answer, calibrating) {
   output.title = String(value);
   const rows = answer.accountants.map((a) => {
     const tr = document.createElement("tr");
-    tr.append(text("th", a.name, { scope: "row" }), text("td", fmt(a.epsilon)), text("td", fmt(a.calibrated_value)),
+    const epsilon = a.epsilon_lower === null || a.epsilon_lower === undefined ? fmt(a.epsilon)
+      : `${fmt(a.epsilon)} (exact ≥ ${fmt(a.epsilon_lower)})`;
+    tr.append(text("th", a.name, { scope: "row" }), text("td", epsilon), text("td", fmt(a.calibrated_value)),
       text("td", a.guarantee || (a.applicable ? "" : "not applicable")), text("td", a.applicable ? a.method || "" : a.reason || ""));
     return tr;
   });
