@@ -2,11 +2,13 @@
 PLD accountant otherwise.
 
 * A tree of Gaussian releases (any nesting of compositions) is one Gaussian with μ = (Σ z⁻²)^½: its ε(δ) is exact
-  (Balle & Wang 2018, Thm. 8), and so is its calibration.
-* Anything else :class:`~accountants.pld.PldAccountant` can read (Laplace, randomized response, Poisson-sampled
-  Gaussians and Laplaces under add/remove, Poisson-sampled Gaussians under replace-one, fixed-size batches under
-  replace-one, and their heterogeneous compositions) gets a certified upper bound: pessimistic discretisation,
-  tilted FFT composition with its rounding bounded, wrap-around and lost mass bounded, relative accuracy ~1e-4.
+  (Balle & Wang 2018, Thm. 8), and so is its calibration; ``epsilon_lower`` is the root's bracket.
+* Anything else :class:`~accountants.pld.PldAccountant` can read (:mod:`accountants.pld.reading`: Laplace, k-ary
+  randomized response, pure and bounded-range releases, Poisson-sampled Gaussians and Laplaces under both relations,
+  fixed-size batches under replace-one, truncated Poisson batches, and their heterogeneous compositions) gets a
+  certified upper bound — pessimistic discretisation, tilted FFT composition with its rounding bounded, wrap-around
+  and lost mass bounded, relative accuracy ~1e-4 — and, for the whole run's answer and a calibration's, a certified
+  lower bound ``epsilon_lower`` (:mod:`accountants.pld.lower`).
 * Other events make ``tight`` not applicable, with the reason; ``best`` then uses the other accountants.
 
 Families call :func:`tight_epsilon` and :func:`tight_calibration` with their event trees; they do not build PLDs.
