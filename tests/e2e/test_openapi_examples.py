@@ -74,3 +74,18 @@ def test_every_job_example_is_accepted(http):
         response = http.post("/v1/jobs", json=example["value"])
         assert response.status_code == 202, response.text
         http.delete(f"/v1/jobs/{response.json()['id']}")
+
+
+def test_every_tight_answer_has_its_certified_lower_bound():
+    """Every algorithm's example answers (equal to the live ones: above) bracket their tight ε: epsilon_lower ≤ ε."""
+    seen = 0
+    for path in ("/v1/privacy", "/v1/calibrate"):
+        for algorithm, answer in ANSWERS[path].items():
+            for result in answer["accountants"]:
+                if result["name"] == "tight" and result["applicable"]:
+                    seen += 1
+                    assert result["epsilon_lower"] is not None, (path, algorithm)
+                    assert 0.0 <= result["epsilon_lower"] <= result["epsilon"], (path, algorithm)
+                elif result["name"] != "tight":
+                    assert result["epsilon_lower"] is None, (path, algorithm, result["name"])
+    assert seen >= 10

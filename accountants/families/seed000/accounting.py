@@ -16,7 +16,7 @@ from ...calibration import calibrate_rdp
 from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp, noise_for_linear_rdp, order_grid
 from ...errors import ParameterError
 from ...family import CalibrationQuery
-from ...mechanisms.gaussian import gaussian_epsilon, gaussian_noise_multiplier
+from ...mechanisms.gaussian import gaussian_noise_multiplier
 from ...reports import (
     AccountantResult,
     Accounted,
@@ -221,10 +221,10 @@ def _with_multiplier(
     """An accountant's result at its own calibrated multiplier (its ε there, ≤ the target)."""
     if not result.applicable or z is None:
         return result
+    if result.name == "tight":  # one Gaussian release per record: exact, with the root's bracket
+        return gdp.exact_result(1.0 / z, delta, result.method or "", result.guarantee or "exact", noise_multiplier=z)
     if result.name == "paper":
         epsilon = paper.claimed_epsilon(z, delta)
-    elif result.name == "tight":
-        epsilon = gaussian_epsilon(z, delta)
     elif releases.passes == "single":
         epsilon = epsilon_for_linear_rdp(1.0 / (2.0 * z * z), delta)[0]
     else:
