@@ -171,7 +171,8 @@ class RandomizedResponseEvent(DpEvent):
 class BoundedRangeEvent(DpEvent):
     """A mechanism with ``bounded_range`` η (its privacy loss lies in an interval of width η for every neighbouring
     pair, e.g. an exponential mechanism; Durfee & Rogers 2019) that is also ``epsilon``-DP (η-bounded range implies
-    η-DP; a mixture such as seed 001's Algorithm 5 can be ε₀-DP with range 2ε₀). ``epsilon`` defaults to η."""
+    η-DP; a mixture such as Algorithm 5 of González, Guzmán & Paquette 2024 can be ε₀-DP with range 2ε₀). ``epsilon``
+    defaults to η."""
 
     bounded_range: float
     epsilon: float | None = None

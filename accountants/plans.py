@@ -3,7 +3,7 @@
 A family compiles its hyperparameters to a :class:`MechanismPlan` (:meth:`AlgorithmFamily.plan`); the generic
 accountants (:mod:`accountants.rdp`, :mod:`accountants.gdp`) interpret its event, so privacy and calibration are
 written once (:mod:`accountants.family`). The plan also states the neighbouring relation its multipliers refer to
-and any δ spent outside the tree (e.g. a solver's failure probability, seed 002).
+and any δ spent outside the tree (e.g. a solver's failure probability in phased output perturbation).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ class Knob:
     """The hyperparameter that sets the privacy level, and in which direction.
 
     ``noise_multiplier`` (larger is more private) for the noise-adding families; ``stepsize`` (smaller is more
-    private) for private mirror descent, whose vertex samples are ε₀ = 4ηL₀/B exponential mechanisms (seed 001)."""
+    private) for private mirror descent, whose vertex samples are ε₀ = 4ηL₀/B exponential mechanisms (González, Guzmán &
+    Paquette 2024)."""
 
     field: str
     symbol: str

@@ -1,7 +1,7 @@
 """The Rényi-DP accountant: interprets :mod:`accountants.events` as Rényi curves, composes them, converts them.
 
 Stateless: ``RdpAccountant(neighbouring).epsilon(event, delta)`` builds the curve from the event each time, so there
-is no ledger that can drift from the answer (cf. accounting-anchors §3 on dp_accounting).
+is no ledger that can drift from the answer (dp_accounting's accountants keep one).
 
 Supported events and the result each maps to:
 

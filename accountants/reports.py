@@ -1,7 +1,7 @@
 """What a family answers: immutable report objects (the HTTP layer serialises them, field for field).
 
 Every privacy answer names the accountant that produced it, the neighbouring relation, the sensitivity, the noise
-in both units, the step count used, and its warnings (spec README, "Responses name their conventions").
+in both units, the step count used, and its warnings (every answer names its conventions).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class Recommendation:
     """The parameter, named as in the family's ``params``."""
     value: float | int | str
     rule: str
-    """Formula and source, e.g. "γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (seed 000, Corollary 1)"."""
+    """Formula and source, e.g. "γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (Boob & Guzmán 2023, Corollary 1)"."""
     applied: bool
     """Whether the answer used this value (the parameter was omitted), or it is advice only."""
 

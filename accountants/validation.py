@@ -1,6 +1,6 @@
 """Input checks shared by every mechanism and family.
 
-The established libraries accept NaN, δ > 1, fractional step counts and more (accounting-anchors §3);
+The established libraries accept NaN, δ > 1, fractional step counts and more;
 we check everything before any computation and raise :class:`ParameterError` naming the field and
 the allowed range.
 """

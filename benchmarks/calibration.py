@@ -1,8 +1,9 @@
 """Calibration speed: dpcal vs dp_accounting's ``calibrate_dp_mechanism`` (RDP), in one process.
 
-Configurations: accounting-anchors §2.3 (q = 256/60000, 60 epochs, T = floor(60/q) = 14062, δ = 1e-5, ε ∈ {1, 3, 8})
-and the DP-SGD configurations a2, a3 of §2.0 calibrated to ε ∈ {1, 3}. For each, dp_accounting and dpcal run
-alternately ``--repeat`` times (default 5); we print the median wall times, their ratio, and the σ each returns.
+Configurations: MNIST-style DP-SGD (q = 256/60000, 60 epochs, T = floor(60/q) = 14062, δ = 1e-5, ε ∈ {1, 3, 8})
+and the DP-SGD configurations a2 (q = 0.01, z = 1, T = 1000), a3 calibrated to ε ∈ {1, 3}. For each, dp_accounting and
+dpcal run alternately ``--repeat`` times (default 5); we print the median wall times, their ratio, and the σ each
+returns.
 
 dpcal is timed twice:
 * ``grid``: on dp_accounting's own 156 orders without continuous refinement (the same RDP curve where the two agree, so
@@ -11,7 +12,7 @@ dpcal is timed twice:
   smaller σ because it optimises the order over the reals (every order gives a valid bound).
 
 Where the optimal order is fractional, dp_accounting 0.6.0 overstates the RDP (it drops the sign of the generalised
-binomial coefficients, accounting-anchors §1.1), so its σ is then slightly larger than ours even on its grid.
+binomial coefficients), so its σ is then slightly larger than ours even on its grid.
 
 Run: ``python benchmarks/calibration.py`` (needs the ``test`` extra: dp-accounting).
 """

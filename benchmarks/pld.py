@@ -1,6 +1,6 @@
 """Tight ε and tight calibration: dpcal's PLD accountant beside dp_accounting and prv-accountant, in one process.
 
-Part 1, ε at δ = 1e-5 on accounting-anchors §2.0's a1 (MNIST: q = 256/60000, z = 1.1, 60 epochs), a2, a3 and a
+Part 1, ε at δ = 1e-5 on the consensus configurations a1 (MNIST: q = 256/60000, z = 1.1, 60 epochs), a2, a3 and a
 million-step configuration. The reference is dp_accounting's pessimistic PLD at vdi 1e-5 (computed once; its time
 is printed beside it); each contender runs ``--repeat`` times, or until 10 s are spent (median wall time, build and
 query), and its relative error to the reference is printed:

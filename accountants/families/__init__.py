@@ -5,5 +5,5 @@ model and the rules between fields), ``plan`` (its releases as a mechanism plan)
 calibrations the generic ones cannot give), ``paper`` or ``bounds`` (the paper's own statements and theorems, with
 their conditions), ``utility`` (its utility theorems), ``text`` (its wording), ``family`` (the class behind the
 protocol), ``simulate`` (its verification-job simulator, registered by id) and ``card.toml`` (title, sources,
-assumptions, bounds and examples, as data). Seed 000's two methods share ``seed000/``.
+assumptions, bounds and examples, as data). NSEG and NISPP (Boob & Guzmán 2023) share one package.
 """

@@ -1,4 +1,5 @@
-"""Bilinear saddle-point problems on a product of Euclidean balls, with closed-form gaps (seed 000 spec §7.5).
+"""Bilinear saddle-point problems on a product of Euclidean balls, with closed-form gaps (our test problems for Boob &
+Guzmán 2023).
 
 f_β(x, y) = xᵀAy + b_xᵀx − b_yᵀy on X = B(0, R) ⊂ R^{d₁}, Y = B(0, R) ⊂ R^{d₂}; the monotone operator is
 F_β(w) = Jw + β with J = [[0, A], [−Aᵀ, 0]] skew and β = (b_x, b_y). The data are β = μ + (r/√d)·ρ with ρ Rademacher,

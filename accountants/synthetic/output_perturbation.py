@@ -1,4 +1,5 @@
-"""Synthetic problems with closed-form utility for the ``phased-output-perturbation`` simulator (seed 002, spec §5.2).
+"""Synthetic problems with closed-form utility for the ``phased-output-perturbation`` simulator (Zhang, Thekumparampil,
+Oh & He 2022, arXiv:2206.00363).
 
 One problem per ``problem_class``, each scaled to the *declared* constants (L, ℓ, μ, D) so that the theorems apply:
 
@@ -109,7 +110,8 @@ def ball_quadratic(h: np.ndarray, g: np.ndarray, radius: float) -> np.ndarray:
 
 
 def extragradient_constant(ell_b: float, mu_g: float) -> float:
-    """C of the certificate ‖z − z*‖ ≤ C‖z − prox_{ηg}(z − ηB(z))‖ with η = 1/(2ℓ_B) (spec §2.x)."""
+    """C of the certificate ‖z − z*‖ ≤ C‖z − prox_{ηg}(z − ηB(z))‖ with η = 1/(2ℓ_B) (the standard error bound for
+    strongly monotone inclusions)."""
     eta = 1.0 / (2.0 * ell_b)
     return (1.0 / eta + ell_b + math.sqrt(ell_b * mu_g)) / mu_g + 1.0
 

@@ -88,7 +88,7 @@ class AssumptionOut(Out):
 
 class BoundResultOut(Out):
     name: str = Field(description="The bound.", examples=["Theorem 2.3, eq. (19)"])
-    source: str = Field(description="Paper and theorem.", examples=["seed 004, Theorem 2.3, eq. (19)"])
+    source: str = Field(description="Paper and theorem.", examples=["Kong & Ribero 2024, Theorem 2.3, eq. (19)"])
     applicable: bool = Field(description="Whether its conditions hold.", examples=[True])
     reason: str | None = Field(description="Why it does not apply.", examples=[None])
     conditions: list[AssumptionOut] = Field(description="Its conditions and whether each holds.")
@@ -106,7 +106,7 @@ class UtilityBoundOut(Out):
     measure: str = Field(description="What is bounded.", examples=["expected strong VI gap"])
     value: float = Field(description="The bound.", examples=[0.12])
     kind: str = Field(description="explicit bound, or rate with unit constants.", examples=["explicit bound"])
-    source: str = Field(description="Theorem it comes from.", examples=["seed 000, Corollary 1"])
+    source: str = Field(description="Theorem it comes from.", examples=["Boob & Guzmán 2023, Corollary 1"])
     assumptions: list[AssumptionOut] = Field(description="Its assumptions and whether they hold.")
     applicable: bool = Field(description="Whether all checkable assumptions hold.", examples=[True])
 
@@ -115,7 +115,8 @@ class RecommendationOut(Out):
     name: str = Field(description="The parameter, named as in params.", examples=["stepsize"])
     value: float | int | str = Field(description="The recommended value.", examples=[0.0123])
     rule: str = Field(
-        description="Formula and source.", examples=["γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (seed 000, Corollary 1)"]
+        description="Formula and source.",
+        examples=["γ = min(D/(M√(7T(1+dσ²/M²))), 1/(√3L)) (Boob & Guzmán 2023, Corollary 1)"],
     )
     applied: bool = Field(
         description="Whether the answer used it (the parameter was omitted) or it is advice only.", examples=[True]
@@ -175,7 +176,9 @@ class UtilityResponse(Out):
 
 
 class PaperOut(Out):
-    source: str = Field(description="The paper's calibration statement.", examples=["seed 000, Proposition 5"])
+    source: str = Field(
+        description="The paper's calibration statement.", examples=["Boob & Guzmán 2023, Proposition 5"]
+    )
     noise_multiplier: float | None = Field(description="Noise the paper prescribes.", examples=[3.2])
     epsilon_claimed: float | None = Field(description="ε the paper claims for it.", examples=[1.0])
     epsilon_certified: float | None = Field(description="ε our rigorous accountant certifies for it.", examples=[1.23])

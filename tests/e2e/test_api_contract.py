@@ -46,7 +46,7 @@ def test_privacy_contract(http):
     body = post(http, "/v1/privacy", {"algorithm": "dp-sgd", "params": params, "delta": 1e-5}).json()
     expected = registry.get("dp-sgd").privacy(params, 1e-5)
     assert body["epsilon"] == pytest.approx(expected.epsilon, rel=1e-12)
-    # a1: best is the PLD (tight) answer, an upper bound within 1e-3 of the exact 2.381598 (anchors §2.0, vdi 1e-5)
+    # a1: best is the PLD (tight) answer, an upper bound within 1e-3 of the exact 2.381598 (anchor a1, dp_accounting's PLD at vdi 1e-5)
     assert 2.381598 <= body["epsilon"] <= 2.381598 * (1 + 1e-3)
     assert body["delta"] == 1e-5 and body["accountant"] == "tight"
     assert 8 < body["optimal_order"] < 8.2

@@ -77,7 +77,7 @@ def test_utility_labels_explicit_and_rate_forms(http):
     assert any("4D + √(12·L·Δ_λ/T)" in m for m in measures)
     assert any("K₃/√b_out" in m for m in measures) and any("as printed" in m for m in measures)
     printed = next(b for b in body["bounds"] if "as printed" in b["measure"])
-    assert not printed["applicable"] and "errata" in printed["source"]
+    assert not printed["applicable"] and "as printed (superseded" in printed["source"]
     assert any(r["name"] == "batch_size_outer" for r in body["recommended"])
 
 

@@ -50,7 +50,7 @@ def test_calibrate_with_corollary_c2_beside(http):
         "/v1/calibrate", json={"algorithm": "dp-sgd-last-iterate", "params": PARAMS, "target_epsilon": 1, "delta": 1e-5}
     ).json()
     assert body["epsilon"] <= 1 and body["calibrated_parameter"] == "noise_multiplier"
-    assert body["paper"]["source"].endswith("Corollary C.2 (corrected σ̄, erratum 8)")
+    assert body["paper"]["source"].endswith("Corollary C.2 (corrected σ̄, erratum)")
     assert body["paper"]["epsilon_certified"] is not None and "16α²ε" in body["paper"]["note"]
     assert body["utility"] is None and body["utility_reason"]
     assert any(b["selected"] for b in body["bounds"])

@@ -1,4 +1,4 @@
-"""phased-output-perturbation (seed 002) through the HTTP API: the registry makes it appear, with no edits to app/."""
+"""phased-output-perturbation (Zhang et al. 2022) through the HTTP API: the registry makes it appear, with no edits to app/."""
 
 import math
 

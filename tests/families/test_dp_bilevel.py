@@ -1,6 +1,6 @@
-"""dp-bilevel (seed 003): the paper's chain and splits, Rényi and Gaussian-DP accounting, utility bounds, simulator.
+"""dp-bilevel (Kornowski 2024, arXiv:2409.19800): the paper's chain and splits, Rényi and Gaussian-DP accounting, utility bounds, simulator.
 
-Every expected value comes from an independent source: the spec's own reference implementation (§3.8, re-typed here
+Every expected value comes from an independent source: an independent prototype's reference implementation (re-typed here
 with plain floating point), its prototype's printed numbers, closed forms (Lemma 2.1 totals, the analytic Gaussian's
 δ(ε) via scipy's normal CDF, the improved RDP conversion on a dense order grid), dp_accounting 0.6.0, numerical
 minimisation with scipy, and the deterministic inequalities of Lemma 4.4 and Proposition 4.6 on simulated runs.
@@ -31,17 +31,17 @@ from accountants.families.dp_bilevel.utility import error_budget
 from accountants.planning import plan_job
 from accountants.verification import block_rng, block_sizes, run_block, summarize
 
-from ..support.params import BILEVEL_CONSTANTS, BILEVEL_MINI_BATCH, BILEVEL_SPEC
+from ..support.params import BILEVEL_CONSTANTS, BILEVEL_MINI_BATCH, BILEVEL_REFERENCE
 
 FAMILY = registry.get("dp-bilevel")
 
-# spec §3.8 reference configuration: n = 1e5, T = 30, K = 2000, (L0f, L1f, L0g, L1g, L2g) = (5, 1, 6, 2, 0), μ_g = 1,
+# the reference configuration of an independent prototype of the paper's formulas: n = 1e5, T = 30, K = 2000, (L0f, L1f, L0g, L1g, L2g) = (5, 1, 6, 2, 0), μ_g = 1,
 # λ = 20, G = 50
-SPEC = BILEVEL_SPEC
-MINI = SPEC | BILEVEL_MINI_BATCH
+REFERENCE = BILEVEL_REFERENCE
+MINI = REFERENCE | BILEVEL_MINI_BATCH
 
 
-# -- the spec's reference code (§3.8), re-typed in plain floating point ------------------------------------------------
+# -- the prototype's reference code, re-typed in plain floating point -----------------------------------------------------
 
 
 def gauss_sigma(sens, eps, delta):
@@ -101,10 +101,10 @@ def stds(params, z, z_in):
     ],
 )
 def test_spec_reference_values(mode, eps1, sigmas, total):
-    """spec §3.8: ε = 2, δ = 1e-6; the prototype's σ's and ε_tot(1e-6), and the spec code re-typed here."""
-    p = BilevelParams(**SPEC)
+    """ε = 2, δ = 1e-6; the σ's and ε_tot(1e-6) of an independent prototype of the paper's formulas, and its code re-typed here."""
+    p = BilevelParams(**REFERENCE)
     split = paper_split(p, 2.0, 1e-6, mode)
-    found = stds(SPEC, split.noise_multiplier, split.inner_noise_multiplier)
+    found = stds(REFERENCE, split.noise_multiplier, split.inner_noise_multiplier)
     assert split.outer_budget == pytest.approx(eps1, rel=1e-3)
     assert found == pytest.approx(sigmas, rel=1e-3)
     reference = spec_calibrate(1e5, 2.0, 1e-6, 30, 2000, 5.0, 6.0, 20.0, 50.0, "paper" if mode == "printed" else "x")
@@ -116,8 +116,8 @@ def test_spec_reference_values(mode, eps1, sigmas, total):
 
 @pytest.mark.parametrize(("eps", "delta", "steps", "expected"), [(1.0, 1e-5, 100, 5.016), (4.0, 1e-6, 1000, 34.21)])
 def test_printed_split_really_totals_the_lemma_2_1_value(eps, delta, steps, expected):
-    """Erratum §6 item 1: ε/√(2T) per step, δ/(T+1), composed by Lemma 2.1, is ε√(ln((T+1)/δ)) + ε², not ε."""
-    params = SPEC | {"steps": steps}
+    """Erratum in the paper's split: ε/√(2T) per step, δ/(T+1), composed by Lemma 2.1, is ε√(ln((T+1)/δ)) + ε², not ε."""
+    params = REFERENCE | {"steps": steps}
     closed_form = eps * math.sqrt(math.log((steps + 1) / delta)) + eps**2
     assert closed_form == pytest.approx(expected, abs=5e-3)
     p = BilevelParams(**params)
@@ -132,12 +132,12 @@ def test_printed_split_really_totals_the_lemma_2_1_value(eps, delta, steps, expe
 
 
 ROUND_TRIP = [
-    SPEC,
-    SPEC | {"steps": 100, "inner_rounds": 3, "inner_steps": 500},
+    REFERENCE,
+    REFERENCE | {"steps": 100, "inner_rounds": 3, "inner_steps": 500},
     MINI,
     MINI | {"sampling": "with-replacement"},
     MINI | {"steps": 5, "batch_size_outer": 90000, "batch_size_inner": 20},
-    SPEC | {"inner_noise_multiplier": 1e6},
+    REFERENCE | {"inner_noise_multiplier": 1e6},
 ]
 
 
@@ -152,7 +152,7 @@ def test_corrected_split_round_trips_to_the_target(params, eps, delta):
     calibrated = FAMILY.calibrate(params, eps, delta, accountant="paper")
     assert calibrated.epsilon <= eps and calibrated.epsilon == pytest.approx(eps, abs=1e-9)
     if p.inner_noise_multiplier is None and not p.mini:
-        # full batch: the split reproduces the spec code exactly
+        # full batch: the split reproduces the prototype's code exactly
         reference = spec_calibrate(p.dataset_size, eps, delta, p.steps, p.inner_total, 5.0, 6.0, 20.0, 50.0, "x")
         found = stds(params, split.noise_multiplier, split.inner_noise_multiplier)
         assert found == pytest.approx((reference["sigma_g"], reference["sigma_lam"], reference["sigma_out"]), rel=1e-9)
@@ -207,7 +207,7 @@ def test_tight_is_the_exact_gaussian_of_the_composition():
     """Full batch: T(2K + 1) Gaussians compose to μ-GDP, μ² = T(2K/z_in² + 1/z²); the reported ε satisfies the
     analytic Gaussian's δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) = δ (computed here with scipy)."""
     z, z_in, delta = 40.0, 3000.0, 1e-6
-    report = FAMILY.privacy(SPEC | {"noise_multiplier": z, "inner_noise_multiplier": z_in}, delta)
+    report = FAMILY.privacy(REFERENCE | {"noise_multiplier": z, "inner_noise_multiplier": z_in}, delta)
     tight = next(a for a in report.accountants if a.name == "tight")
     mu = math.sqrt(30 * (2 * 2000 / z_in**2 + 1 / z**2))
     e = tight.epsilon
@@ -218,7 +218,7 @@ def test_tight_is_the_exact_gaussian_of_the_composition():
 
 def test_rdp_is_the_improved_conversion_of_the_linear_curve():
     z, z_in, delta = 40.0, 3000.0, 1e-6
-    report = FAMILY.privacy(SPEC | {"noise_multiplier": z, "inner_noise_multiplier": z_in}, delta)
+    report = FAMILY.privacy(REFERENCE | {"noise_multiplier": z, "inner_noise_multiplier": z_in}, delta)
     rdp = next(a for a in report.accountants if a.name == "rdp")
     rho = 30 * (2 * 2000 / z_in**2 + 1 / z**2) / 2
     alphas = np.linspace(1.02, 400, 2_000_001)
@@ -230,15 +230,18 @@ def test_rdp_is_the_improved_conversion_of_the_linear_curve():
 
 
 def test_spec_rdp_comparison_at_the_rigorous_calibration():
-    """spec §3.6: with the rigorous split's σ's (ε = 2, δ = 1e-6) the classic conversion gives 0.092; dpcal's
+    """With the rigorous split's σ's (ε = 2, δ = 1e-6) the classic conversion gives 0.092; dpcal's
     improved conversion is below it, the paper chain is 2."""
-    p = BilevelParams(**SPEC)
+    p = BilevelParams(**REFERENCE)
     split = paper_split(p, 2.0, 1e-6, "corrected")
     rho = 30 * (2 * 2000 / split.inner_noise_multiplier**2 + 1 / split.noise_multiplier**2) / 2
     orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 256))
     classic = min(rho * a + math.log(1 / 1e-6) / (a - 1) for a in orders)
     assert classic == pytest.approx(0.092, abs=1e-3)
-    noisy = SPEC | {"noise_multiplier": split.noise_multiplier, "inner_noise_multiplier": split.inner_noise_multiplier}
+    noisy = REFERENCE | {
+        "noise_multiplier": split.noise_multiplier,
+        "inner_noise_multiplier": split.inner_noise_multiplier,
+    }
     report = FAMILY.privacy(noisy, 1e-6)
     values = {a.name: a.epsilon for a in report.accountants}
     assert values["rdp"] < classic and values["paper"] == pytest.approx(2.0, abs=1e-9)
@@ -315,16 +318,16 @@ def test_inner_batches_below_the_minimum_are_refused():
 
 
 def test_fixed_inner_noise_is_kept():
-    report = FAMILY.calibrate(SPEC | {"inner_noise_multiplier": 1e6}, 2.0, 1e-6)
+    report = FAMILY.calibrate(REFERENCE | {"inner_noise_multiplier": 1e6}, 2.0, 1e-6)
     assert report.epsilon <= 2.0 and any("kept fixed" in w for w in report.warnings)
     assert report.releases[0].noise_multiplier == 1e6
     # the outer noise alone cannot meet a target the inner solves already exceed
     with pytest.raises(CalibrationError):
-        FAMILY.calibrate(SPEC | {"inner_noise_multiplier": 10.0}, 0.5, 1e-6)
+        FAMILY.calibrate(REFERENCE | {"inner_noise_multiplier": 10.0}, 0.5, 1e-6)
 
 
 def test_calibrated_noise_meets_the_target_through_privacy():
-    for params in (SPEC, MINI):
+    for params in (REFERENCE, MINI):
         report = FAMILY.calibrate(params, 1.0, 1e-5)
         again = FAMILY.privacy(params | {"noise_multiplier": report.noise_multiplier}, 1e-5)
         assert again.epsilon <= 1.0 and again.epsilon == pytest.approx(report.epsilon, rel=1e-9)
@@ -332,13 +335,13 @@ def test_calibrated_noise_meets_the_target_through_privacy():
 
 
 def test_paper_calibration_reports_the_printed_split_and_what_is_certified():
-    report = FAMILY.calibrate(SPEC | {"steps": 100}, 1.0, 1e-5)
+    report = FAMILY.calibrate(REFERENCE | {"steps": 100}, 1.0, 1e-5)
     paper = report.paper
-    p = BilevelParams(**(SPEC | {"steps": 100}))
+    p = BilevelParams(**(REFERENCE | {"steps": 100}))
     printed = paper_split(p, 1.0, 1e-5, "printed")
     assert paper.noise_multiplier == pytest.approx(printed.noise_multiplier) and paper.epsilon_claimed == 1.0
     certified = FAMILY.privacy(
-        SPEC
+        REFERENCE
         | {
             "steps": 100,
             "noise_multiplier": printed.noise_multiplier,
@@ -360,8 +363,8 @@ def spec_predicted_alpha(n, dx, dy, eps, delta_f, ell, kappa, corrected=True):
 
 
 def test_rates_match_the_spec_example():
-    """spec §4.8: predicted_alpha(1e6, 10, 10, 1, 1, 6, 6) is 1.81 corrected and 1.02 with the paper's K₂."""
-    params = SPEC | {
+    """An independent prototype of the paper's formulas: predicted_alpha(1e6, 10, 10, 1, 1, 6, 6) is 1.81 corrected and 1.02 with the paper's K₂."""
+    params = REFERENCE | {
         "dataset_size": 10**6,
         "lipschitz_f": 6.0,
         "lipschitz_g": 6.0,
@@ -407,8 +410,8 @@ def spec_radius(L, mu, sigma, M, T, d, R0, gamma):
 
 
 def test_explicit_bound_recomputed():
-    """4D + √(12LΔ_λ/T) with D = β + σ(√d_x + √(2 ln(4T/γ))), β = (L₁^f + λL₁^g)e_λ + λL₁^g e_0 (spec §4.1–4.3)."""
-    params = SPEC | {"noise_multiplier": 20.0, "initial_suboptimality": 2.0, "inner_rounds": 2}
+    """4D + √(12LΔ_λ/T) with D = β + σ(√d_x + √(2 ln(4T/γ))), β = (L₁^f + λL₁^g)e_λ + λL₁^g e_0 (Theorem 8.2, Lemma 4.4, Proposition 4.6)."""
+    params = REFERENCE | {"noise_multiplier": 20.0, "initial_suboptimality": 2.0, "inner_rounds": 2}
     bounds = {b.measure.split(" ")[0]: b for b in FAMILY.utility(params).bounds}
     z_in = 20.0 * math.sqrt(4000)
     gamma = 0.05 / (4 * 30)
@@ -424,7 +427,7 @@ def test_explicit_bound_recomputed():
 
 
 def test_utility_without_noise_or_suboptimality_says_why():
-    report = FAMILY.utility(SPEC)
+    report = FAMILY.utility(REFERENCE)
     assert not report.bounds and "noise_multiplier" in report.reason and "initial_suboptimality" in report.reason
 
 
@@ -501,7 +504,7 @@ def test_quadratic_problem_closed_forms_and_constants():
     "params", [SIM, SIM | {"variant": "mini-batch", "batch_size_inner": 2000, "batch_size_outer": 20000}]
 )
 def test_deterministic_inequalities_on_simulated_runs(params):
-    """spec §7.4 E4a/E4b/E4d: Lemma 4.4's first step at every outer step (full batch), Proposition 4.6's deterministic
+    """Lemma 4.4's first step at every outer step (full batch), Proposition 4.6's deterministic
     form ‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T) with the realised D in every run, and clipping never acting."""
     p = BilevelParams(**params)
     plan = plan_for(params)
@@ -544,7 +547,7 @@ def test_simulation_is_deterministic_given_the_seed():
 
 
 def test_ridge_tuning_corrected_sign_descends_and_printed_sign_ascends():
-    """Erratum §6 item 15: the Section 7 update as printed is gradient ascent on the validation loss."""
+    """Erratum: the Section 7 update as printed is gradient ascent on the validation loss."""
     base = {
         "dataset_size": 10**6,
         "dimension_x": 1,
@@ -627,12 +630,12 @@ def test_work_estimate_scales_with_the_run():
 )
 def test_inconsistent_input_names_the_rule(update, field):
     with pytest.raises(ParameterError) as info:
-        FAMILY.privacy(SPEC | {"noise_multiplier": 1.0} | update, 1e-5)
+        FAMILY.privacy(REFERENCE | {"noise_multiplier": 1.0} | update, 1e-5)
     issue = next(i for i in info.value.issues if i.loc == (field,))
     assert issue.message and issue.allowed
 
 
 def test_noise_is_required_for_privacy():
     with pytest.raises(ParameterError) as info:
-        FAMILY.privacy(SPEC, 1e-5)
+        FAMILY.privacy(REFERENCE, 1e-5)
     assert info.value.issues[0].loc == ("noise_multiplier",)

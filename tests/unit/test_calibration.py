@@ -15,7 +15,7 @@ from ..support.oracles import DPA_ORDERS
 from ..support.params import MNIST
 
 Q = 256 / 60000
-STEPS = math.floor(60 / Q)  # 60 epochs, opacus convention (anchors §2.3)
+STEPS = math.floor(60 / Q)  # 60 epochs, opacus convention
 
 
 def curve_of(z, q=Q, steps=STEPS):
@@ -45,7 +45,7 @@ def test_family_calibration_round_trips_through_privacy(target):
 
 @pytest.mark.parametrize(("target", "anchor"), [(1.0, 2.178420063), (3.0, 1.013999882), (8.0, 0.678029034)])
 def test_grid_answer_equals_exact_solution_on_opacus_grid(target, anchor):
-    # anchors §2.3: opacus' grid (signed series) solved exactly by brentq gives these σ
+    # opacus' grid (signed series) solved exactly by brentq gives these σ
     opacus_orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
     z = calibrate_rdp(curve_of, 1e-5, target, orders=opacus_orders, refine=False).noise
     assert z == pytest.approx(anchor, rel=2e-6)

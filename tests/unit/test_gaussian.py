@@ -14,7 +14,7 @@ from accountants.mechanisms.gaussian import (
     gdp_epsilon,
 )
 
-# accounting-anchors §2.2: analytic Gaussian, δ = 1e-5 (b1–b3)
+# anchors b1–b3: analytic Gaussian, δ = 1e-5
 ANCHORS = [(1.0, 1, 4.377178096), (1.0, 10, 17.856586830), (5.0, 100, 9.997256146)]
 
 

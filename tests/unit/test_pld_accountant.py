@@ -54,7 +54,7 @@ def dpa_pld_epsilon(q: float, z: float, steps: int, delta: float = DELTA) -> flo
     return accountant.compose(dpa.SelfComposedDpEvent(event, steps)).get_epsilon(delta)
 
 
-# accounting-anchors §2.0 (a1 is also the MNIST configuration: q = 256/60000, z = 1.1, 60 epochs); tight = dpa PLD at
+# anchors a1–a4 (a1 is also the MNIST configuration: q = 256/60000, z = 1.1, 60 epochs); tight = dpa PLD at
 # vdi = 1e-5 ≈ prv estimate
 ANCHORS = [
     ("a1", Q_MNIST, 1.1, int(60 / Q_MNIST), 2.3815978094),

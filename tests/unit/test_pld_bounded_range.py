@@ -152,7 +152,7 @@ def test_monotone_in_the_count_and_the_width():
 
 
 def test_the_spec_accounting_check_halves_kov():
-    """spec seed001 §5 (k = 1000, ε₀ = 0.00591, δ = 1e-6): KOV 0.775, bounded-range zCDP 0.400; the optimal
+    """Private mirror descent's reference check (k = 1000, ε₀ = 0.00591, δ = 1e-6): KOV 0.775, bounded-range zCDP 0.400; the optimal
     adaptive bounded-range composition is below both (0.374)."""
     ours = BoundedRangeComposition.build(0.00591, 1000).epsilon(1e-6)
     assert ours == pytest.approx(0.374, abs=2e-3)

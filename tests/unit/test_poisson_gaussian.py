@@ -9,7 +9,7 @@ from accountants.mechanisms.poisson_gaussian import poisson_subsampled_gaussian_
 
 from ..support.oracles import DPA_ORDERS, exact_poisson_rdp
 
-# accounting-anchors §2.4, "mpmath exact" row: q = 0.01, z = 1, one step
+# exact values by mpmath quadrature: q = 0.01, z = 1, one step
 ANCHOR_ORDERS = [1.5, 2, 4, 8, 16, 32, 64]
 ANCHOR_VALUES = [
     0.0001272537433,
@@ -58,13 +58,13 @@ def test_fractional_orders_equal_prv_and_never_exceed_dp_accounting(q, z):
     # prv's series stops early at small orders: we measured it up to 6e-6 off the quadrature, on either side (below
     # the exact value at q = 1e-4, z = 0.6, α = 1.1); ours is the closer one and never below (next tests)
     np.testing.assert_allclose(ours[finite], signed[finite], rtol=1e-5)
-    # dp_accounting 0.6.0 sums |terms| (anchors §1.1): it can only be larger, or ∞ where its series gives up
+    # dp_accounting 0.6.0 sums |terms| (signless series): it can only be larger, or ∞ where its series gives up
     dpa = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, z, fractional)
     assert np.all(ours <= dpa * (1 + 1e-12))
 
 
 def test_dp_accounting_overstates_fractional_orders():
-    # anchors §1.1: at α = 1.5 dp_accounting says 1.3236850e-4, the exact value is 1.2725374e-4 (+4 %)
+    # at α = 1.5 dp_accounting says 1.3236850e-4, the exact value is 1.2725374e-4 (+4 %)
     ours = poisson_subsampled_gaussian_rdp(0.01, 1.0, [1.5])[0]
     dpa = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(0.01, 1.0, [1.5])[0]
     assert dpa == pytest.approx(1.3236850e-4, rel=1e-6)
@@ -72,7 +72,7 @@ def test_dp_accounting_overstates_fractional_orders():
 
 
 def test_where_dp_accounting_returns_infinity_we_are_exact():
-    # anchors §1.1: q = 0.2, z = 0.5 at α ∈ {1.1, 1.5}: dp_accounting returns inf; exact 0.20258, 0.43616
+    # q = 0.2, z = 0.5 at α ∈ {1.1, 1.5}: dp_accounting returns inf; exact 0.20258, 0.43616
     ours = poisson_subsampled_gaussian_rdp(0.2, 0.5, [1.1, 1.5])
     exact = [exact_poisson_rdp(0.2, 0.5, a) for a in (1.1, 1.5)]
     np.testing.assert_allclose(ours, exact, rtol=1e-9)

@@ -17,7 +17,7 @@ from ..support.oracles import DPA_ORDERS, dpa_rdp_epsilon
 
 
 def test_mnist_like_configuration_matches_dp_accounting_live():
-    # accounting-anchors §2.0 "Extra": 256 of 60000 without replacement, z = 1.1, T = 14062, replace-one
+    # 256 of 60000 without replacement, z = 1.1, T = 14062, replace-one
     ours = RdpAccountant("replace-one").epsilon(
         SelfComposedEvent(SampledWithoutReplacementEvent(60000, 256, GaussianEvent(1.1)), 14062), 1e-5
     )

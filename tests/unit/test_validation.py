@@ -1,5 +1,5 @@
-"""Bad input raises a ValueError subclass naming the parameter and its allowed range (accounting-anchors §3 lists
-how the established libraries fail on the same inputs: NaN → ε = 0, δ > 1 → negative ε, hangs …)."""
+"""Bad input raises a ValueError subclass naming the parameter and its allowed range (the established libraries
+accept much of it: NaN → ε = 0, δ > 1 → negative ε, hangs …)."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""The paper's own privacy chain (spec §3.2): Lemmas 2.1–2.3 in log space, the δ split, the chain at given noise and
-its inverse (the paper's calibration), and the smallest batch its amplification argument needs."""
+"""The paper's own privacy chain (Kornowski 2024, Section 2): Lemmas 2.1–2.3 in log space, the δ split, the chain at
+given noise and its inverse (the paper's calibration), and the smallest batch its amplification argument needs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from .params import MAX_MULTIPLIER, BilevelParams
 from .plan import _q_with_replacement, sampling_rates
 
-# -- the paper's lemmas (spec §3.2), in log space ----------------------------------------------------------------------
+# -- the paper's lemmas 2.1–2.3, in log space --------------------------------------------------------------------------
 
 _LOG_125 = math.log(1.25)
 _LOG_DELTA_CAP = math.log(0.01)
@@ -83,7 +83,8 @@ def delta_split(p: BilevelParams, delta: float) -> DeltaSplit:
 
 @dataclass(frozen=True)
 class PaperChain:
-    """ε of a run by the paper's chain of lemmas (spec §3.5), with every intermediate value and its validity."""
+    """ε of a run by the paper's chain of lemmas (proofs of Theorems 4.1/5.1), with every intermediate value and its
+    validity."""
 
     epsilon: float
     per_iteration: float
@@ -257,7 +258,7 @@ def _safe_split(p: BilevelParams, target: float, delta: float, mode: str) -> Pap
 
 def minimum_batch(p: BilevelParams, budget: float) -> int:
     """Smallest batch b with amplify_inverse(budget, q(b)) < 1: the paper's mini-batch argument applies Lemma 2.2 to the
-    unamplified batch (proofs of Theorems 5.1 and A.1), which needs q(b) > (e^budget − 1)/(e − 1) (spec §3.4 caveat).
+    unamplified batch (proofs of Theorems 5.1 and A.1), which needs q(b) > (e^budget − 1)/(e − 1).
 
     Without replacement the Gaussian's δ̃ = δ/q also moves with b, but only through Lemma 2.2's noise, not through ε̃."""
     n = p.dataset_size

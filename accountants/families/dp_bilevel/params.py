@@ -1,4 +1,5 @@
-"""Hyperparameters of seed 003's DP bilevel optimization (full-batch Algorithms 1–2, mini-batch Algorithms 3–4)."""
+"""Hyperparameters of Kornowski's (2024) DP bilevel optimization (full-batch Algorithms 1–2, mini-batch Algorithms
+3–4)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from ...errors import FieldIssue, ParameterError
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "dp-bilevel"
-SOURCE = "seed 003 (Kornowski, Differentially Private Bilevel Optimization)"
+SOURCE = "Kornowski 2024 (Differentially Private Bilevel Optimization, arXiv:2409.19800)"
 MAX_COUNT = 10**12
 MAX_STEPS = 10**9
 MAX_CONSTANT = 1e12
@@ -22,7 +23,7 @@ Sampling = Literal["without-replacement", "with-replacement"]
 
 
 class BilevelParams(ParamsModel):
-    """Hyperparameters of Algorithms 1–4 of seed 003 (full-batch or mini-batch DP bilevel optimization)."""
+    """Hyperparameters of Algorithms 1–4 of Kornowski 2024 (full-batch or mini-batch DP bilevel optimization)."""
 
     variant: Variant = param(example="full-batch", default="full-batch")
     """full-batch (Algorithm 1, inner solver DP-Loc-GD, Algorithm 2) or mini-batch (Algorithm 3, DP-Loc-SGD, Algorithm
@@ -70,8 +71,8 @@ class BilevelParams(ParamsModel):
         symbol="G", unit="hypergradient units", example=50.0, ge=MIN_CONSTANT, le=MAX_CONSTANT, default=None
     )
     """Clipping norm of the per-sample penalty hypergradients φ_i (the outer sensitivity is 2G/n). Default: the proof
-    constant of Lemma 4.5, G = 5·L₁^g·L₀^f/μ_g, which bounds φ_i at the exact y*(x), y^λ(x) only (spec §6 item 3):
-    the algorithm must clip at G."""
+    constant of Lemma 4.5, G = 5·L₁^g·L₀^f/μ_g, which bounds φ_i at the exact y*(x), y^λ(x) only, not at the
+    private ỹ's the algorithm uses: the algorithm must clip at G."""
     noise_multiplier: float | None = noise_multiplier_param(
         symbol="z = σ/(2G/n)", unit="multiples of the outer sensitivity", example=2.0
     )
@@ -180,7 +181,7 @@ class BilevelParams(ParamsModel):
 
     @property
     def lipschitz_lambda(self) -> float:
-        """Per-sample Lipschitz constant of f + λg in y (spec §2.6 item 3)."""
+        """Per-sample Lipschitz constant of f + λg in y: L₀^f + λL₀^g (triangle inequality)."""
         return self.lipschitz_f + self.regularization * self.lipschitz_g
 
     @property
@@ -194,7 +195,7 @@ class BilevelParams(ParamsModel):
 
     @property
     def regularization_floor(self) -> float:
-        """max{2L₁^f/μ_g, 2L₁^g/μ_g, L₀^f/L₀^g, L₁^f/L₁^g}: the λ the lemmas need (spec §6 item 6)."""
+        """max{2L₁^f/μ_g, 2L₁^g/μ_g, L₀^f/L₀^g, L₁^f/L₁^g}: the λ Lemmas 4.4, 8.1 and 8.8 need."""
         mu = self.strong_convexity
         return max(
             2.0 * self.smoothness_f / mu,

@@ -1,4 +1,4 @@
-"""Rényi and Gaussian-DP accounting of the run (not in the paper, spec §3.6), every accountant's answer and each
+"""Rényi and Gaussian-DP accounting of the run (not in the paper), every accountant's answer and each
 one's calibration of the outer multiplier."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .params import MAX_MULTIPLIER, SOURCE, BilevelParams
 from .plan import inner_multiplier
 from .text import _finite_list, _finite_order
 
-# -- Rényi and Gaussian-DP accounting (not in the paper, spec §3.6) ---------------------------------------------------
+# -- Rényi and Gaussian-DP accounting (not in the paper) --------------------------------------------------------------
 
 
 def rdp_event(p: BilevelParams, z: float, z_in: float) -> DpEvent:
@@ -42,7 +42,7 @@ def full_batch_rho(p: BilevelParams, z: float, z_in: float) -> float:
 
 
 _RDP_FULL = (
-    "Rényi DP of the T(2K + 1) Gaussian releases, α/(2z²) each, composed (Mironov 2017; not in seed 003, spec §3.6), "
+    "Rényi DP of the T(2K + 1) Gaussian releases, α/(2z²) each, composed (Mironov 2017; not in Kornowski 2024), "
     "converted exactly with the improved conversion (Balle et al. 2020, Thm. 21) over real α"
 )
 _RDP_MINI = (
@@ -61,11 +61,11 @@ _TIGHT_MINI = (
 _WITH_REPLACEMENT = (
     "batches drawn with replacement have no certified accountant in dpcal: a record may be drawn up to b times, so "
     "the Rényi curve has a heavy tail (all b draws hitting the record shift the batch mean by its whole contribution), "
-    "and Lemma 2.3's δ = δ₀ ignores repeated draws (spec §6 item 14); use sampling='without-replacement' (same "
+    "and Lemma 2.3's δ = δ₀ ignores repeated draws; use sampling='without-replacement' (same "
     "utility guarantees up to constants, Remark 5.2) or accountant='paper' for the paper's own statement"
 )
 _PAPER_CERTIFIED = "certified upper bound (the paper's lemmas, conditions checked)"
-_PAPER_LITERAL = "the paper's statement (Lemma 2.3 as printed; not certified, spec §6 item 14)"
+_PAPER_LITERAL = "the paper's statement (Lemma 2.3 as printed, whose δ ignores repeated draws; not certified)"
 
 
 def _paper_method(p: BilevelParams) -> str:
@@ -78,7 +78,7 @@ def _paper_method(p: BilevelParams) -> str:
             else ", Lemma 2.3 amplification ln(1 + (1 − (1 − 1/n)^b)(e^ε̃ − 1)) with δ = δ₀ (as printed)"
         )
     return (
-        "the paper's chain (proofs of Theorems 4.1/5.1, spec §3.5): Lemma 2.2 (classic Gaussian) for every release"
+        "the paper's chain (proofs of Theorems 4.1/5.1): Lemma 2.2 (classic Gaussian) for every release"
         + amplification
         + ", Lemma 2.1 over the K inner steps of each solve, basic composition of the 3 mechanisms of an outer step, "
         "Lemma 2.1 over the T outer steps; δ split δ/(T+1), /3, /(K+1)"
@@ -94,7 +94,8 @@ def _paper_kind(p: BilevelParams) -> Guarantee:
 
 
 def _paper_as_printed(p: BilevelParams) -> bool:
-    """Lemma 2.3's chain for batches drawn with replacement is not certified (spec §6 item 14)."""
+    """Lemma 2.3's chain for batches drawn with replacement is not certified: its δ = δ₀ ignores that a record can be
+    drawn several times."""
     return p.mini and p.batch_sampling == "with-replacement"
 
 
@@ -275,7 +276,7 @@ def _inner_exhausts(fixed: float | None) -> str:
 
 
 def _refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
-    """Refuse batches below what the paper's mini-batch argument needs at this target (spec §3.4 caveat): Lemma 2.2 is
+    """Refuse batches below what the paper's mini-batch argument needs at this target: Lemma 2.2 is
     applied to the unamplified batch, so ε̃ = ln(1 + (e^{ε_b} − 1)/q) < 1 with ε_b the release's share of the budget."""
     if not p.mini or not corrected.per_iteration < 1.0:
         return
@@ -295,8 +296,7 @@ def _refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
                     (name,),
                     f"is too small for the mini-batch privacy argument (proofs of Theorems 5.1/A.1): Lemma 2.2 must "
                     f"hold on the unamplified batch, ε̃ = ln(1 + (e^ε₁ − 1)/q) < 1, where ε₁ = {budget:.6g} is the "
-                    f"{what}'s share of the target under the corrected split; the minimum is {smallest} "
-                    "(spec §3.4 caveat)",
+                    f"{what}'s share of the target under the corrected split; the minimum is {smallest}",
                     allowed,
                     size,
                 )
@@ -329,7 +329,7 @@ def _paper_calibration(
         f"per mechanism ε₁ = ε/√(18T) = {printed.outer_budget:.6g}, δ₁ = δ/(3(T+1)); noise_multiplier = {z:.6g}, "
         f"inner_noise_multiplier = {z_in:.6g} (Lemma 2.2 exactly, Lemma 2.1 inverted over K = {p.inner_total} inner "
         f"steps). By the paper's own Lemma 2.1 these {p.steps} outer steps total ε√(ln((T+1)/δ)) + ε² = "
-        f"{chain.epsilon:.6g}, not {target:g} (erratum, spec §3.4)"
+        f"{chain.epsilon:.6g}, not {target:g} (an erratum in the paper's split)"
     )
     if corrected.valid:
         note += (
@@ -350,7 +350,7 @@ def _split_warnings(
     if printed.multipliers is not None:
         total = paper_chain(p, *printed.multipliers, d).epsilon
         notes.append(
-            f"erratum (spec §3.4, §6 item 1): the printed split ε/√(18T) per mechanism really totals "
+            f"erratum: the printed split ε/√(18T) per mechanism really totals "
             f"ε√(ln((T+1)/δ)) + ε² = {total:.6g} by Lemma 2.1, not ε = {target:g}"
             + (
                 f"; the corrected split ε_it = {corrected.per_iteration:.6g} per outer step (outer release "
@@ -370,7 +370,7 @@ def _split_warnings(
 def _notes(p: BilevelParams) -> list[str]:
     notes = [
         f"the outer sensitivity 2G/n assumes per-sample penalty hypergradients clipped at G = {p.clip:.6g}: Lemma 4.5 "
-        "bounds them only at the exact y*(x), y^λ(x), not at the private ỹ's (spec §6 item 3)"
+        "bounds them only at the exact y*(x), y^λ(x), not at the private ỹ's"
     ]
     if p.mini and p.batch_sampling == "with-replacement":
         notes.append(_WITH_REPLACEMENT)

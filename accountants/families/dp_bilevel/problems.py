@@ -22,24 +22,24 @@ MAX_SIMULATED_RECORDS = 10**9
 
 
 class BilevelProblem(ParamsModel):
-    """The synthetic problem of a dp-bilevel verification job (spec §7.4)."""
+    """The synthetic problem of a dp-bilevel verification job (ours, not the paper's)."""
 
     kind: Literal["quadratic", "ridge-tuning"] = param(example="quadratic", default="quadratic")
-    """quadratic (default): the closed-form quadratic bilevel problem of spec §7.4, f_i = (a/2)‖y − w_i‖² + (ρ/2)‖x −
+    """quadratic (default): a closed-form quadratic bilevel problem (ours), f_i = (a/2)‖y − w_i‖² + (ρ/2)‖x −
     v_i‖², g_i = (μ_g/2)‖y − B_i x − z_i‖², 𝒳 a ball, built to satisfy the declared constants. ridge-tuning: Section
     7, the ridge penalty ω of a linear model tuned on validation loss (dimension_x = 1)."""
     prototypes: int = param(unit="records", example=8, default=8, ge=2, le=32)
     """Distinct records: the n records are copies of this many random prototypes (so any dataset_size is cheap)."""
     omega_min: float = param(symbol="ω_min", example=0.1, ge=1e-3, le=1e3, default=0.1)
-    """ridge-tuning: lower end of 𝒳 = [ω_min, ω_max] (g is ω_min-strongly convex in θ; spec §6 item 16)."""
+    """ridge-tuning: lower end of 𝒳 = [ω_min, ω_max] (g is ω_min-strongly convex in θ, which Section 7 needs)."""
     omega_max: float = param(symbol="ω_max", example=5.0, ge=1e-3, le=1e3, default=5.0)
     """ridge-tuning: upper end of 𝒳 = [ω_min, ω_max]."""
     initial_omega: float | None = param(symbol="ω₀", example=1.0, ge=1e-3, le=1e3, default=None)
-    """ridge-tuning: the starting point ω₀ (default: 1 clipped to 𝒳, as spec §7.4 E5)."""
+    """ridge-tuning: the starting point ω₀ (default: 1 clipped to 𝒳)."""
     feature_norm: float = param(symbol="r", example=1.0, ge=1e-3, le=10, default=1.0)
     """ridge-tuning: bound r on ‖a_i‖ and |b_i| of every record."""
     printed_sign: bool = param(example=False, default=False)
-    """ridge-tuning: use the Section 7 update as printed, ω + ηλ(R(θ^λ) − R(θ)) (gradient ascent, erratum §6 item 15),
+    """ridge-tuning: use the Section 7 update as printed, ω + ηλ(R(θ^λ) − R(θ)) (gradient ascent, erratum),
     instead of Algorithm 1's step."""
 
 
@@ -75,7 +75,7 @@ def _ball(points: np.ndarray, radius: float) -> np.ndarray:
 
 
 def _quadratic_data(seed: int, n: int, dx: int, dy: int, prototypes: int, problem: Mapping[str, Any]) -> _Data:
-    """Prototypes with non-zero means (centre + 0.3·noise, spec §7.4); coordinate 0 of x belongs to the canary: every
+    """Prototypes with non-zero means (centre + 0.3·noise); coordinate 0 of x belongs to the canary: every
     B_i has a zero first column and every other record has v_i[0] = 0."""
     rng = _data_rng(seed)
     counts = _counts(n, prototypes)
@@ -200,7 +200,7 @@ def _resolve_quadratic(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[
 def _quadratic_forms(
     p: BilevelParams, resolved: Mapping[str, Any], data: _Data
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """F(x) = ½xᵀA_F x − b_Fᵀx + c and L*_λ(x) = ½xᵀA_λ x − b_λᵀx + c′ on D (spec §7.4 with f's y-curvature a):
+    """F(x) = ½xᵀA_F x − b_Fᵀx + c and L*_λ(x) = ½xᵀA_λ x − b_λᵀx + c′ on D (with f's y-curvature a):
     A_F = ρI + aB̄ᵀB̄, A_λ = ρI + kB̄ᵀB̄ with k = aλμ/(a + λμ), b = ρv̄ + (a or k)B̄ᵀ(w̄ − z̄)."""
     w = data.counts / data.counts.sum()
     b_bar = np.einsum("j,jkl->kl", w, data.matrices)
@@ -218,7 +218,7 @@ def _quadratic_forms(
 
 
 def _ridge_constants(p: BilevelParams, pr: BilevelProblem) -> dict[str, float]:
-    """The constants the ridge instance has (spec §6 item 20 normalisation), over 𝒳 × 𝒴 with 𝒴 = 𝔹(0, r²/ω_min)."""
+    """The constants the ridge instance has (after footnote 1's normalisation), over 𝒳 × 𝒴 with 𝒴 = 𝔹(0, r²/ω_min)."""
     n = p.dataset_size
     n_val = n // 2
     n_tr = n - n_val
@@ -265,7 +265,7 @@ def _resolve_ridge(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str,
             issues.append(
                 FieldIssue(
                     ("params", name),
-                    "does not hold for the ridge-tuning instance (spec §6 item 20 normalisation)",
+                    "does not hold for the ridge-tuning instance (after footnote 1's normalisation)",
                     f"{relation} {value:.6g}",
                     declared,
                 )
@@ -359,7 +359,7 @@ def _prediction(
     bound = explicit_bound(used, error_budget(used, z, z_in).total)
     note = (
         f"w.p. ≥ 1 − γ = {1 - p.failure_probability:g} per run; Δ_F = {actual:.6g} exact; the inner radii use the "
-        "reconstructed constants of spec §4.1"
+        "constants of Theorem 8.2's proof, reconstructed here"
     )
     return (bound if math.isfinite(bound) else None), note
 

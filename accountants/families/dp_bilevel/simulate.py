@@ -32,11 +32,11 @@ from .utility import InnerSolve
 class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
     """Algorithm 1 (full batch) or 3 (mini-batch) run on a synthetic problem with closed forms.
 
-    quadratic: the spec §7.4 problem, built from the declared constants (μ = μ_g, a = ρ = min(1, L₁^f),
+    quadratic: the closed-form quadratic problem, built from the declared constants (μ = μ_g, a = ρ = min(1, L₁^f),
     ‖B_i‖ ≤ β = min(1, √(L₁^g/μ_g − 1)), data radius r and 𝒳 = 𝔹(0, 2r) shrunk until L₀^g and L₀^f hold on
     𝒳 × 𝒴), so the declared constants are valid. L*_λ and F are convex quadratics; Δ_F, the smoothness of L*_λ and
     the projected penalty hypergradient ‖G_{L*_λ,η}(x_out)‖ (the measured utility) are exact.
-    ridge-tuning: Section 7 with R(θ) = ½‖θ‖², 𝒳 = [ω_min, ω_max] (spec §6 item 16), the footnote-1 normalisation
+    ridge-tuning: Section 7 with R(θ) = ½‖θ‖², 𝒳 = [ω_min, ω_max] (g strongly convex), the footnote-1 normalisation
     (g_i = (n/n_tr)·loss·[train] + ωR, f_i = (n/n_val)·loss·[validation]); θ*(ω), θ^λ(ω) are linear solves.
     Both: inner solves by DP-Loc-GD/SGD with per-sample clipping at the declared constants and the explicit radius
     schedule; per-sample penalty hypergradients clipped at G; the records are copies of a few prototypes, so a step
@@ -85,8 +85,8 @@ class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
             "T(2K + 1) releases)",
             utility_measure="projected penalty hypergradient ‖G_{L*_λ,η}(x_out)‖ at the output x_{t_out}",
             predicted_bound=prediction,
-            predicted_source="explicit bound 4D + √(12·L·Δ_λ/T) (seed 003, Proposition 4.6, spec §4.3) with the "
-            "problem's exact Δ_F"
+            predicted_source="explicit bound 4D + √(12·L·Δ_λ/T) (Kornowski 2024, Proposition 4.6, deterministic "
+            "form) with the problem's exact Δ_F"
             if prediction is not None
             else None,
             prediction_note=note,
@@ -344,7 +344,7 @@ def _inner_solve(
 ) -> np.ndarray:
     """DP-Loc-GD (Algorithm 2) / DP-Loc-SGD (Algorithm 4) from y₀ = 0: M rounds of T_GD projected noisy steps with
     η_t = 1/(μ(t+1)), per-sample gradients clipped at L, averaged iterates recentre the next ball, whose radius follows
-    the explicit schedule (spec §4.1)."""
+    the explicit schedule (Theorem 8.2's proof, constants reconstructed here)."""
     rounds, steps, dy = p.inner_rounds, p.inner_steps, p.dimension_y
     batch = p.batch_size_inner if p.mini else None
     step = InnerSolve(lipschitz, strong_convexity, noise_std, rounds, steps, dy, failure, batch).radius_step()

@@ -1,4 +1,4 @@
-"""Utility of DP bilevel optimization (Section 4, spec §4): the error budget, the explicit bound, the theorems'
+"""Utility of DP bilevel optimization (Kornowski 2024, Section 4): the error budget, the explicit bound, the theorems'
 rates and recommendations."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ...reports import Assumption, Recommendation, UtilityBound, UtilityReport
 from .params import ALGORITHM_ID, MAX_ROUNDS, SOURCE, BilevelParams
 from .plan import inner_multiplier, mechanisms
 
-# -- utility (Section 4, spec §4) -------------------------------------------------------------------------------------
+# -- utility (Section 4) ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class InnerSolve:
     def radius(self, initial_radius: float) -> float:
         """R_M: the localisation radius after M rounds, ‖y_out − y*‖ ≤ R_M w.p. ≥ 1 − γ (per solve).
 
-        Explicit instantiation of the proof of Theorem 8.2 / A.1 (spec §4.1; constants *reconstructed*, not
+        Explicit instantiation of the proof of Theorem 8.2 / A.1 (constants *reconstructed* here, not
         printed): R_{m+1}² = (2/μ)[2R_m(σ + 2L/√b)√(2 ln(4M/γ)/T) + (1 + ln T)(L² + σ²(√d + √(2 ln(2MT/γ)))²)/(μT)],
         the 2L/√b term for batches only, T = T_GD steps per round, γ/M per round."""
         radius = initial_radius
@@ -59,7 +59,7 @@ class InnerSolve:
 
 @dataclass(frozen=True)
 class ErrorBudget:
-    """The pieces of D = max_t ‖g̃_t − ∇L*_λ(x_t)‖ (spec §4.3), each w.p. as allotted from γ."""
+    """The pieces of D = max_t ‖g̃_t − ∇L*_λ(x_t)‖ (Lemma 4.4, Proposition 4.6), each w.p. as allotted from γ."""
 
     inner_g: float
     inner_lambda: float
@@ -97,12 +97,13 @@ def error_budget(p: BilevelParams, z: float, z_in: float) -> ErrorBudget:
 
 
 def penalty_gap(p: BilevelParams) -> float:
-    """(L₀^f)²/(2λμ_g) ≥ F − L*_λ ≥ 0 (Lemma 4.3(i) made explicit, spec §1.4)."""
+    """(L₀^f)²/(2λμ_g) ≥ F − L*_λ ≥ 0 (Lemma 4.3(i) made explicit)."""
     return p.lipschitz_f**2 / (2.0 * p.regularization * p.strong_convexity)
 
 
 def explicit_bound(p: BilevelParams, error: float) -> float:
-    """‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T) with L = 1/(2η) and Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) (spec §4.3)."""
+    """‖G_{L*_λ,η}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T) with L = 1/(2η) and Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) (Proposition 4.6's
+    proof, deterministic form)."""
     smooth = 1.0 / (2.0 * p.stepsize)
     gap = p.given_initial_suboptimality + penalty_gap(p)
     return 4.0 * error + math.sqrt(12.0 * smooth * gap / p.steps)
@@ -110,7 +111,7 @@ def explicit_bound(p: BilevelParams, error: float) -> float:
 
 @dataclass(frozen=True)
 class Rates:
-    """The Õ rate forms with unit constants (spec §4.8)."""
+    """The Õ rate forms of Theorems 4.1, 5.1 and 6.1 with unit constants."""
 
     k1: float
     k2: float
@@ -126,7 +127,7 @@ class Rates:
 
 def rates(p: BilevelParams, epsilon: float, suboptimality: float) -> Rates:
     """K₁(√d_x/(εn))^{1/2} + K₂(√d_y/(εn))^{1/3}, K₁ = Δ^{1/4}ℓ^{3/4}κ^{5/4}, K₂ = Δ^{1/6}ℓ^{5/6}κ^{11/6} (corrected;
-    printed ℓ^{1/2}, erratum §6 item 8), batch term K₃/√b_out (printed K₃/b_out, item 9), population K₃√(d_x/n)."""
+    printed ℓ^{1/2}: an erratum), batch term K₃/√b_out (printed K₃/b_out: an erratum), population K₃√(d_x/n)."""
     ell, kappa, n = p.ell, p.kappa, p.dataset_size
     k1 = suboptimality**0.25 * ell**0.75 * kappa**1.25
     k2 = suboptimality ** (1 / 6) * ell ** (5 / 6) * kappa ** (11 / 6)
@@ -194,7 +195,7 @@ class _Conditions:
         return cls(
             lam_ok=Assumption(
                 f"λ ≥ max{{2L₁^f/μ_g, 2L₁^g/μ_g, L₀^f/L₀^g, L₁^f/L₁^g}} = {p.regularization_floor:.6g} (Lemmas 4.4, "
-                "8.1, 8.8; spec §6 item 6)",
+                "8.1, 8.8)",
                 p.regularization >= p.regularization_floor,
                 f"λ = {p.regularization:.6g}",
             ),
@@ -206,7 +207,7 @@ class _Conditions:
             ),
             clip_ok=Assumption(
                 "clipping never acts: per-sample inner gradients stay within their Lipschitz constants and ‖φ_i‖ ≤ G "
-                "at the private ỹ's (spec §6 items 3–4)",
+                "at the private ỹ's (Lemma 4.5 bounds φ_i only at the exact solutions)",
                 None,
             ),
             unit_smooth=unit_smooth,
@@ -224,7 +225,7 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
     z = p.noise_multiplier
     budget = error_budget(p, z, inner_multiplier(p, z))
     inner_source = (
-        f"{SOURCE}, Theorem {'A.1' if p.mini else '8.2'} (explicit localisation radius, spec §4.1; constants "
+        f"{SOURCE}, Theorem {'A.1' if p.mini else '8.2'} (explicit localisation radius; constants "
         "reconstructed from the proof, not printed); union bound over the 2T solves"
     )
     strongly_convex = p.regularization >= 2.0 * p.smoothness_f / p.strong_convexity
@@ -257,9 +258,7 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
             budget.total,
             f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration"
             + (
-                ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, erratum §6 item 9)"
-                if p.mini
-                else ""
+                ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, printed 1/b_out)" if p.mini else ""
             ),
             (c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
             applicable=bool(c.lam_ok.holds),
@@ -276,7 +275,7 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
             f"‖G_{{L*_λ,η}}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T), L = 1/(2η) = {1.0 / (2.0 * p.stepsize):.6g}, "
             f"Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) = {gap:.6g}: projected penalty hypergradient at the output",
             value,
-            f"{SOURCE}, Proposition 4.6 (deterministic form, spec §4.3), Lemma 2.4, Lemma 4.3(i) made explicit",
+            f"{SOURCE}, Proposition 4.6 (deterministic form), Lemma 2.4, Lemma 4.3(i) made explicit",
             (c.step_ok, c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
             applicable=bool(c.lam_ok.holds),
         ),
@@ -309,8 +308,8 @@ def _rate_bounds(p: BilevelParams, epsilon: float, suboptimality: float) -> list
             + (f", K₃ = ℓκ = {r.k3:.6g}" if p.mini else "")
             + ")",
             corrected,
-            f"{SOURCE}, {theorem}; K₂ exponent ℓ^{{5/6}} (erratum §6 item 8)"
-            + ("; K₃/√b_out (erratum §6 item 9)" if p.mini else ""),
+            f"{SOURCE}, {theorem}; K₂ exponent ℓ^{{5/6}} (the proofs' β carries ℓ^{{5/2}}; printed ℓ^{{1/2}})"
+            + ("; K₃/√b_out (the mean of b_out independent vectors; printed K₃/b_out)" if p.mini else ""),
             (admissible, unit),
             applicable=bool(admissible.holds),
         ),
@@ -319,14 +318,17 @@ def _rate_bounds(p: BilevelParams, epsilon: float, suboptimality: float) -> list
             + (", K₃/b_out" if p.mini else "")
             + "): superseded by the corrected form",
             r.privacy_term_printed + r.batch_term_printed,
-            f"{SOURCE}, {theorem} as printed (errata §6 items 8" + (", 9" if p.mini else "") + ")",
+            f"{SOURCE}, {theorem} as printed (superseded: the printed exponent ℓ^{{1/2}}"
+            + (" and K₃/b_out" if p.mini else "")
+            + ")",
             (admissible, unit),
             applicable=False,
         ),
         UtilityBound.rate(
             "‖G_{F_𝒫,η}(x_out)‖ (population) ≤ the corrected rate + K₃√(d_x/n)",
             corrected + r.population_term,
-            f"{SOURCE}, Theorem 6.1 (K₁ with ℓ^{{3/4}}, erratum §6 item 10; the √(d_x/n) term as stated, item 19)",
+            f"{SOURCE}, Theorem 6.1 (K₁ with ℓ^{{3/4}} as in Theorems 4.1/5.1, printed ℓ^{{1/4}}; the √(d_x/n) term "
+            "as stated)",
             (admissible, unit),
             applicable=bool(admissible.holds),
         ),
@@ -389,7 +391,7 @@ def recommendations(p: BilevelParams) -> list[Recommendation]:
                     "batch_size_outer",
                     _count_value(min(float(n), max(1.0, math.ceil((ell * kappa / alpha) ** 2)))),
                     "b_out ≍ (ℓκ/α)²: the batch term K₃/√b_out then matches α (Remark 5.2 with the corrected "
-                    "1/√b_out, erratum §6 item 9; the printed b_out is its square root)",
+                    "1/√b_out; the printed b_out is its square root)",
                     False,
                 )
             )

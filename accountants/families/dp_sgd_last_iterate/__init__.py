@@ -1,7 +1,7 @@
 """``dp-sgd-last-iterate``: cyclic, clipped DP-SGD on nonconvex composite losses, only the last iterate released.
 
-Seed 004 (Kong & Ribero, "Privacy of the last iterate in cyclically-traversed DP-SGD on nonconvex composite
-losses"); specification ``shared/spec/seed004-last-iterate-dp-sgd.md``. Algorithm 1 visits the data in a fixed order
+Kong & Ribero, "Privacy of the last iterate in cyclically-traversed DP-SGD on nonconvex composite losses" (2024,
+arXiv:2407.05237). Algorithm 1 visits the data in a fixed order
 in disjoint batches of b (ℓ = k/b steps per pass), takes X_t = prox_{λh}(X_{t−1} − λ g_t + N_t) with g_t the mean of
 per-example gradients clipped to C and N_t ~ N(0, σ²I) added to the *parameters*, and releases X_T only.
 
@@ -11,7 +11,7 @@ multiplier, σ = λ·z·C/b (noise z·C on the summed clipped gradients), so a s
 Bounds (every one linear in α, so ε(α) = ρα and the answer is the smallest ρ among the applicable ones):
 
 * Theorem 2.2 (bounded domain of diameter d_h): ε = α/(2σ²)·(L·d_h + 2λC/b)², with L = √2·L_λ when clipping may be
-  active (erratum 3: Prop. 2.1(b) does not support the printed L_λ then) and λ ≤ 1/(2(M+m)); L = L_λ under
+  active (erratum: Prop. 2.1(b) does not support the printed L_λ then) and λ ≤ 1/(2(M+m)); L = L_λ under
   condition (18) with λ ≤ 1/(M+m).
 * Theorem 2.3, eq. (17), clipping allowed, λ ≤ 1/(2(M+m)): ε = 4α(λC/(bσ))²[1 + E·θ_{√2L_λ}(ℓ)], E = ⌊T/ℓ⌋.
 * Theorem 2.3, eq. (19), clipping never active (18), λ ≤ 1/(M+m): the same with θ_{L_λ}(ℓ).
@@ -23,7 +23,7 @@ Bounds (every one linear in α, so ε(α) = ρα and the answer is the smallest 
 L_λ = √(1 + 2λm[1 + m/(2(M+m))]) (eq. 13; ``l_lambda_form="kappa4"`` uses 1 + m/(M+m), the remarks' form), and
 θ_L(s) = L^{2(s−1)}/Σ_{j<s} L^{2j}, computed as (1 − L^{−2})/(1 − L^{−2s}) in log space. With
 ``constant="proof"`` eqs. (17) and (19) use the constant the paper's proof derives, 2α(λC/(bσ))²[1 + (⌈T/ℓ⌉−1)θ]
-(spec §3.10, sharp on the linear-Gaussian instance); the default is the printed 4α.
+(re-derived here; sharp on the linear-Gaussian instance); the default is the printed 4α.
 
 Modules: ``params``, ``bounds`` (the last-iterate theorems with their conditions), ``paper`` (Corollary C.2), ``text``
 (wording), ``family``, ``simulate`` (linear-Gaussian and logistic problems), ``card.toml``.

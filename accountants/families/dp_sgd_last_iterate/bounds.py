@@ -1,5 +1,5 @@
-"""The paper's last-iterate privacy theorems as bounds with their conditions (seed 004 Theorems 3.1–3.4, eq. 13),
-and the exact Rényi curve of the linear Gaussian case."""
+"""The paper's last-iterate privacy theorems as bounds with their conditions (Kong & Ribero 2024, Theorems 2.2, 2.3,
+Corollary C.3, eq. 13), and the exact Rényi curve of the linear Gaussian case."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def bounds_for(p: LastIterateParams, steps: int) -> list[LinearBound]:
         _corollary_c3(s),
         LinearBound(
             "Composition of the Gaussian steps (swap adjacency)",
-            "Gaussian mechanism per use of the record, sensitivity 2λC/b (Mironov 2017); not from seed 004",
+            "Gaussian mechanism per use of the record, sensitivity 2λC/b (Mironov 2017); not from Kong & Ribero 2024",
             2.0 * s.uses,
             (Assumption("none (valid for every configuration)", True),),
             "every iterate",
@@ -142,7 +142,7 @@ def _theorem_2_2(p: LastIterateParams, s: _Setting) -> LinearBound:
     failed = [f"stepsize {lam:.6g} > {limit:.6g}"] if not step_ok.holds else []
     if not representable.holds:
         failed.append("vacuous: its coefficient overflows floating point")
-    label = "L_λ (condition (18))" if s.inactive else "√2·L_λ (clipping may be active; erratum 3)"
+    label = "L_λ (condition (18))" if s.inactive else "√2·L_λ (clipping may be active; erratum)"
     return LinearBound(
         f"Theorem 2.2 (bounded domain, {label})",
         f"{SOURCE}, Theorem 2.2, eq. (16)",
@@ -213,7 +213,7 @@ def linear_gaussian_exact_rdp(
     steps: int,
     noise_multiplier: float,
 ) -> float:
-    """Exact RDP coefficient ρ (ε(α) = ρα) of the last iterate on the 1-D linear-Gaussian instance (spec §8.4).
+    """Exact RDP coefficient ρ (ε(α) = ρα) of the last iterate on the 1-D linear-Gaussian instance.
 
     f_i(x) = (a/2)x² + c_i x, h = 0, no clipping, neighbours differ by |c − c′| = 2C at one slot p. X_T is Gaussian
     with variance σ²Σ_{j<T}ρ^{2j} (ρ = 1 − λa) and mean shift (2λC/b)Σ_{t uses p} ρ^{T−t}; the exact RDP is

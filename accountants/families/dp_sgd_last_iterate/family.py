@@ -36,15 +36,16 @@ from .text import (
 # -- the family ------------------------------------------------------------------------------------------------------
 
 _TIGHT_REASON = (
-    "the seed-004 bounds control Rényi divergences only (shifted-divergence analysis); converting them through "
-    "privacy-loss distributions or Gaussian DP is unjustified (spec §4), so only the rdp conversion applies"
+    "Kong & Ribero's bounds control Rényi divergences only (shifted-divergence analysis); converting them through "
+    "privacy-loss distributions or Gaussian DP is unjustified (a Rényi bound does not determine the privacy "
+    "profile), so only the rdp conversion applies"
 )
 _PAPER_REASON = (
-    "seed 004 states Rényi bounds, not (ε, δ): its statements are what the rdp accountant converts; its own "
+    "Kong & Ribero 2024 state Rényi bounds, not (ε, δ): its statements are what the rdp accountant converts; its own "
     "calibration, Corollary C.2, is reported by /v1/calibrate"
 )
 _UTILITY_REASON = (
-    "seed 004 proves no utility or convergence bound for Algorithm 1; verification jobs measure utility on "
+    "Kong & Ribero 2024 prove no utility or convergence bound for Algorithm 1; verification jobs measure utility on "
     "synthetic problems"
 )
 
@@ -59,7 +60,7 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
     noise_fields = ("noise_multiplier", "noise_std")
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The last iterate as one release that is ρ-zCDP with ρ = K/z² of the best applicable seed-004 bound: the
+        """The last iterate as one release that is ρ-zCDP with ρ = K/z² of the best applicable Kong & Ribero bound: the
         Rényi curve ρ·α (every α > 1) that this family converts itself, under replace-one neighbours. In a composition
         it counts once (only the last iterate is released); no PLD reads it (tight does not apply)."""
         p = self.parse(params)
@@ -67,7 +68,7 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         best = _best(bounds_for(p, steps))
         z = _noise_multiplier(p)
         rho = coefficient(best) / (z * z)
-        description = f"the last iterate, ρ-zCDP by {best.name} (seed 004): ρ = K/z² = {rho:.6g}"
+        description = f"the last iterate, ρ-zCDP by {best.name} (Kong & Ribero 2024): ρ = K/z² = {rho:.6g}"
         return MechanismPlan(ZCdpEvent(rho), "replace-one", description=description)
 
     def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:

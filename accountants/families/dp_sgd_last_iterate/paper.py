@@ -1,4 +1,5 @@
-"""Corollary C.2 of seed 004: the paper's own noise calibration, and what the rigorous bound certifies for it."""
+"""Corollary C.2 of Kong & Ribero 2024 (arXiv:2407.05237): the paper's own noise calibration, and what the rigorous
+bound certifies for it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def corollary_c2_ell_bar(m: float, M: float) -> float:
 
 
 def corollary_c2_sigma(alpha: float, epsilon: float, p: LastIterateParams, passes: int) -> tuple[float, float]:
-    """(corrected σ̄, printed σ̄) of Corollary C.2 for a target (α, ε)-RDP, with λ̄ = 1/(2(M+m)) (erratum 8).
+    """(corrected σ̄, printed σ̄) of Corollary C.2 for a target (α, ε)-RDP, with λ̄ = 1/(2(M+m)) (erratum).
 
     Corrected: σ̄ = (2Cλ̄/b)·√(α(1 + 4mE/(M+m))/ε). Printed: (Cλ̄/(2b))·√((1 + 4mE/(M+m))/(αε)), which yields
     16α²ε instead of ε."""
@@ -37,7 +38,7 @@ def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: fl
     """The paper's own calibration (Cor. C.2) for the RDP point (α, ε_α) our calibration reaches, and what the rdp
     accountant certifies at the noise it prescribes (with its stepsize λ̄ = 1/(2(M+m)))."""
     m, M = p.weak_convexity, p.smoothness
-    source = f"{SOURCE}, Corollary C.2 (corrected σ̄, erratum 8)"
+    source = f"{SOURCE}, Corollary C.2 (corrected σ̄, erratum)"
     if m <= 0.0 or not math.isfinite(alpha):
         return PaperCalibration.not_applicable(
             source,

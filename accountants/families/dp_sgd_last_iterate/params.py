@@ -1,4 +1,4 @@
-"""Hyperparameters of seed 004's cyclic, clipped, last-iterate DP-SGD and its step count."""
+"""Hyperparameters of Kong & Ribero's (2024) cyclic, clipped, last-iterate DP-SGD and its step count."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from ...params import ParamsModel, noise_given_twice, noise_multiplier_param, pa
 ALGORITHM_ID = "dp-sgd-last-iterate"
 
 MAX_COUNT = 10**12
-SOURCE = "seed 004 (Kong & Ribero, last iterate of cyclically-traversed DP-SGD)"
+SOURCE = "Kong & Ribero 2024 (last iterate of cyclically-traversed DP-SGD, arXiv:2407.05237)"
 
 
 class LastIterateParams(ParamsModel):
-    """Hyperparameters of Algorithm 1 of seed 004 (cyclic batches, clipping, prox step, last iterate)."""
+    """Hyperparameters of Algorithm 1 of Kong & Ribero 2024 (cyclic batches, clipping, prox step, last iterate)."""
 
     dataset_size: int = param(symbol="k", unit="records", example=10000, ge=1, le=MAX_COUNT)
     """Number of per-example losses."""

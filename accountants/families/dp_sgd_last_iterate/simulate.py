@@ -21,7 +21,7 @@ class LastIterateProblem(ParamsModel):
     """The synthetic problem of a dp-sgd-last-iterate verification job."""
 
     kind: Literal["linear-gaussian", "logistic"] = param(example="linear-gaussian", default="linear-gaussian")
-    """linear-gaussian (default): the 1-D quadratic instance of spec §8.4, f_i(x) = (a/2)x² + c_i x, no clipping, whose
+    """linear-gaussian (default): a 1-D quadratic instance, f_i(x) = (a/2)x² + c_i x, no clipping, whose
     exact ε and expected excess loss are closed-form. logistic: clipped logistic regression."""
     curvature: float | None = param(symbol="a", example=1.0, ge=-1e6, le=1e6, default=None)
     """a of the linear-Gaussian instance; must respect the declared constants (max(0, a) ≤ smoothness, max(0, −a) ≤
@@ -114,7 +114,7 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
             else None,
             prediction_note=None
             if prediction is not None or "utility" not in checks
-            else "seed 004 proves no utility bound; measured only",
+            else "Kong & Ribero 2024 prove no utility bound; measured only",
             audit_method="the last iterate (the swapped record's coordinate for logistic), most powerful test for "
             "the Gaussian it is",
             work=work,

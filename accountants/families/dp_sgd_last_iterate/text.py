@@ -15,7 +15,7 @@ from .params import LastIterateParams
 # -- presentation ----------------------------------------------------------------------------------------------------
 
 _METHOD = (
-    "minimum over the applicable seed-004 bounds and composition (all linear in α), converted exactly with the "
+    "minimum over the applicable Kong & Ribero bounds and composition (all linear in α), converted exactly with the "
     "improved conversion (Balle et al. 2020, Thm. 21) over real α"
 )
 
@@ -128,6 +128,6 @@ def _warnings(p: LastIterateParams, found: list[LinearBound], best: LinearBound)
         )
     if p.diameter is not None and p.clipping == "active":
         notes.append(
-            "Theorem 2.2 is used with √2·L_λ (erratum 3): the printed L_λ is not supported when clipping may be active"
+            "Theorem 2.2 is used with √2·L_λ (erratum): the printed L_λ is not supported when clipping may be active"
         )
     return notes

@@ -1,5 +1,6 @@
-"""Calibration of phased output perturbation (seed 002): every accountant's noise multiplier for the target, the
-paper's printed calibration with what the tight accountant certifies for it, and the hyperparameters recommended."""
+"""Calibration of phased output perturbation (Zhang, Thekumparampil, Oh & He 2022): every accountant's noise multiplier
+for the target, the paper's printed calibration with what the tight accountant certifies for it, and the hyperparameters
+recommended."""
 
 from __future__ import annotations
 
@@ -141,8 +142,8 @@ def recommendations(target: Target, mech: Mechanism, z_tight: float, paper_chose
             Recommendation(
                 "solver_failure_probability",
                 probability,
-                f"the paper's p = {'δ/8' if cls in SPLIT else 'δ/4'} per solver run (spec §2); 0 with a "
-                "deterministic accuracy certificate",
+                f"the paper's p = {'δ/8' if cls in SPLIT else 'δ/4'} per solver run (Markov on the in-expectation "
+                "accuracy); 0 with a deterministic accuracy certificate",
                 True,
             ),
         )
@@ -154,7 +155,7 @@ def applied(p: PhasedOutputPerturbationParams, mech: Mechanism) -> tuple[Recomme
     out: list[Recommendation] = []
     if p.problem_class in PHASED:
         if p.phases is None:
-            out.append(Recommendation("phases", mech.phases, "K = ⌈log₂ n⌉ (the paper's log n, spec §6.1)", True))
+            out.append(Recommendation("phases", mech.phases, "K = ⌈log₂ n⌉ (the paper's log n)", True))
         if p.regularization is None and mech.regularization is not None:
             rule = {
                 "convex": "μ = (L/D)·max{1/√n, 14K√(d ln(2.5/δ))/(nε)} (Theorem 3.7)",

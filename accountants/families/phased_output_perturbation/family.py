@@ -60,7 +60,7 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """The c Gaussian releases one record influences (replace-one, z = σ_k/Δ_k), with the solver's failure
-        probability δ_fail spent outside them (spec §3.4)."""
+        probability δ_fail spent outside them (union bound over the solver runs)."""
         p = self.parse(params)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         _, delta_fail, _ = solver_failure(p, delta)

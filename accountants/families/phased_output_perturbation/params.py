@@ -1,5 +1,5 @@
-"""Hyperparameters of seed 002's phased output perturbation: problem classes, solver constants and the rules
-between them."""
+"""Hyperparameters of Zhang, Thekumparampil, Oh & He 2022's phased output perturbation: problem classes, solver
+constants and the rules between them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ...params import ParamsModel, noise_multiplier_param, param
 
 ALGORITHM_ID = "phased-output-perturbation"
 
-SOURCE = "seed 002 (Zhang, Thekumparampil, Oh & He, bring your own algorithm for DP stochastic minimax optimization)"
+SOURCE = "Zhang, Thekumparampil, Oh & He 2022 (bring your own algorithm for DP stochastic minimax, arXiv:2206.00363)"
 MAX_COUNT = 10**12
 MAX_DIMENSION = 10**9
 MAX_PHASES = 60
@@ -44,7 +44,8 @@ def _constant(description: str, symbol: str, unit: str, example: float) -> Any:
 
 
 class PhasedOutputPerturbationParams(ParamsModel):
-    """Hyperparameters of seed 002's output-perturbation algorithms (Algorithms 1–5 and the C-SC variant)."""
+    """Hyperparameters of Zhang, Thekumparampil, Oh & He 2022's output-perturbation algorithms (Algorithms 1–5 and the
+    C-SC variant)."""
 
     problem_class: ProblemClass = param(example="convex")
     """The setting, which selects the algorithm: strongly-convex (Algorithm 1), convex (Algorithm 2, phased), sc-sc
@@ -100,7 +101,7 @@ class PhasedOutputPerturbationParams(ParamsModel):
     )
     phases: int | None = param(symbol="K", unit="phases", example=12, default=None, ge=1, le=MAX_PHASES)
     """Number of phases K of the phased classes (convex, c-c, c-sc); at most dataset_size. Default ⌈log₂ n⌉ (the paper's
-    K = log n, spec §6.1)."""
+    K = log n)."""
     regularization: float | None = _constant(
         "Base regulariser μ of the phased classes (phase k adds (μ_k/2)‖x − x̃_{k−1}‖², μ_k = μ·2^k; c-c also "
         "(μ/2)‖y‖²). Default: the theorem's choice (Theorem 3.7, 4.8, Corollary 4.9) at the noise used, i.e. with "
@@ -119,8 +120,8 @@ class PhasedOutputPerturbationParams(ParamsModel):
     )
     """Probability p that one base-solver run misses the accuracy the privacy proof requires (the plan's
     solver_accuracy_required). Adds δ_fail = 2p (4p for c-c) to δ. 0: the accuracy is certified deterministically
-    (e.g. by the a-posteriori certificate of spec §2.x). Default: the paper's p = δ/4 (δ/8 for sc-sc and c-c),
-    reached by running the solver to the in-expectation gap solver_expected_gap."""
+    (e.g. by an a-posteriori certificate ‖z − z*‖ ≤ C‖z − prox_{ηg}(z − ηB(z))‖ on its residual). Default: the paper's
+    p = δ/4 (δ/8 for sc-sc and c-c), reached by running the solver to the in-expectation gap solver_expected_gap."""
     target_delta: float | None = param(symbol="δ", unit="probability", example=1e-5, gt=0, lt=1, default=None)
     """δ of the privacy guarantee the run targets. Required by /v1/utility (the theorems' constants and the paper's
     solver accuracy γ depend on δ); /v1/privacy, /v1/calibrate and verification jobs use the request's delta, and

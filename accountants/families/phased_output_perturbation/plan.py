@@ -78,7 +78,7 @@ def theorem_regularization(p: PhasedOutputPerturbationParams, noise_multiplier: 
 
     Thm 3.7: μ = (L/D)·max{1/√n, 14K√(d ln(2.5/δ))/(nε)}; Thm 4.8: (L/D)·max{2/√n, 13K√(d ln(5/δ))/(nε)}, d = max;
     Cor. 4.9: 3(L/D)·max{1/√n, 4K√(d_x ln(2.5/δ))/(nε)}. At the paper's σ, √(ln(2.5/δ))/ε = z/√2 and
-    √(ln(5/δ))/ε = z/(2√2), so μ depends on (ε, δ) only through z (K stands for log n, spec §6.1).
+    √(ln(5/δ))/ε = z/(2√2), so μ depends on (ε, δ) only through z (K stands for log n).
     """
     z, n, K = noise_multiplier, p.dataset_size, phases
     scale = p.lipschitz / p.given_diameter
@@ -91,7 +91,8 @@ def theorem_regularization(p: PhasedOutputPerturbationParams, noise_multiplier: 
 
 
 def mechanism(p: PhasedOutputPerturbationParams, noise_multiplier: float) -> Mechanism:
-    """Every release with its block, regulariser, Δ, σ = zΔ and required solver accuracy (spec §2, §3.2).
+    """Every release with its block, regulariser, Δ, σ = zΔ and required solver accuracy (Algorithms 1–5; the
+    sensitivity lemmas of Sections 3–4).
 
     ``accuracy_required`` is a distance for Alg. 1/2 (L/(μn), L/(μ_k n̄)) and a weighted squared distance for the
     minimax algorithms (L²/(μn²), L²/(μn̄²), L²/(n̄²m_k)); ``gap_per_failure``·p^power is the in-expectation gap γ(p)
@@ -218,7 +219,7 @@ def _phase(p: PhasedOutputPerturbationParams, release: _Releases, k: int, mu: fl
 
 
 def expected_gap(release: PlannedRelease, probability: float) -> float:
-    """γ(p): reaching E[suboptimality (or duality gap)] ≤ γ gives the accuracy w.p. ≥ 1 − p (Markov; spec §2).
+    """γ(p): reaching E[suboptimality (or duality gap)] ≤ γ gives the accuracy w.p. ≥ 1 − p (Markov's inequality).
 
     Alg. 1/2: E‖𝒜 − x̂‖ ≤ √(2γ/μ) ⇒ γ = p²L²/(2μn²); minimax: E[weighted] ≤ 2γ (Lemma B.1) ⇒ γ = p·need/2."""
     return release.gap_per_failure * probability**release.gap_power

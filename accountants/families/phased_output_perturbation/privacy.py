@@ -1,5 +1,5 @@
 """The privacy of a run: the paper's calibration (Theorems 3.1–3.4 as printed), the Gaussian-DP composition of its
-releases and the base solver's failure probability (spec §3.4)."""
+releases and the base solver's failure probability (a union bound over its runs)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .params import SPLIT, PhasedOutputPerturbationParams
 
 
 def default_phases(n: int) -> int:
-    """K = ⌈log₂ n⌉ (at least 1), the paper's K = log n with log base 2 (spec §6.1)."""
+    """K = ⌈log₂ n⌉ (at least 1), the paper's K = log n with log base 2."""
     return max(1, (n - 1).bit_length())
 
 
@@ -44,7 +44,7 @@ def paper_failure_probability(problem_class: str, delta: float) -> float:
 
 def failing_runs(problem_class: str) -> int:
     """Solver runs whose accuracy the sensitivity bound of one record needs: the run on S and on S′ (two), and for
-    c-c that of Algorithm 4 and of Algorithm 5 (four). δ_fail = failing_runs·p (spec §3.4)."""
+    c-c that of Algorithm 4 and of Algorithm 5 (four). δ_fail = failing_runs·p (union bound)."""
     return 4 if problem_class == "c-c" else 2
 
 
@@ -55,7 +55,7 @@ def releases_per_record(problem_class: str) -> int:
 
 
 def gdp_parameter(problem_class: str, noise_multiplier: float) -> float:
-    """μ = √c/z of the run, conditional on the solver meeting its accuracy (spec §3.4)."""
+    """μ = √c/z of the run, conditional on the solver meeting its accuracy."""
     return math.sqrt(releases_per_record(problem_class)) / noise_multiplier
 
 
@@ -81,7 +81,7 @@ _TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
 _TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) of the run's Gaussian DP μ = √c/z (c = Gaussian releases a record "
     "influences: parallel composition across phases, Lemma A.1; exact GDP composition of x/y and of Algorithms 4/5), "
-    "at δ − δ_fail, plus δ_fail = (solver runs)·p for the solver-failure event (spec §3.4)"
+    "at δ − δ_fail, plus δ_fail = (solver runs)·p for the solver-failure event (union bound)"
 )
 _RDP_METHOD = (
     "RDP α/(2z²) per release (Mironov 2017), ε(α) = cα/(2z²) for the run, improved conversion (Balle et al. 2020) "

@@ -1,4 +1,4 @@
-"""Verification jobs for phased output perturbation (spec §5.2 E1–E5): quadratic problems solved exactly, the
+"""Verification jobs for phased output perturbation (synthetic problems E1–E5): quadratic problems solved exactly, the
 releases simulated, utility measured against the prediction and the releases audited."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .plan import Mechanism, certified_accuracy, mechanism
 from .privacy import gdp_parameter, paper_failure_probability, releases_per_record
 from .utility import predicted_bound
 
-# -- simulation (verification jobs, spec §5.2 E1–E5) ------------------------------------------------------------------
+# -- simulation (verification jobs, problems E1–E5) --------------------------------------------------------------------
 
 MAX_SIM_RECORDS = 100_000
 MAX_SIM_DIMENSION = 50
@@ -110,7 +110,7 @@ def _simulable(p: PhasedOutputPerturbationParams) -> None:
 
 
 class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams, PhasedOutputPerturbationProblem]):
-    """Seed 002's algorithms on the synthetic problems E1–E5 of spec §5.2
+    """Zhang, Thekumparampil, Oh & He 2022's algorithms on the synthetic problems E1–E5
     (:mod:`accountants.synthetic.output_perturbation`).
 
     Utility: fresh data sets from the population per trial, the exact (E1–E3) or certified (E4, E5: proximal

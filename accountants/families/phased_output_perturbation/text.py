@@ -129,7 +129,7 @@ def _warnings(
         notes.append(
             f"δ includes δ_fail = {runs}p = {runs * probability:.6g} for the base solver missing its accuracy, "
             f"with the paper's p = {share} per run (solver_failure_probability); set it to 0 if your solver certifies "
-            "the accuracy deterministically (spec §2.x), or to its real failure probability"
+            "the accuracy deterministically (an a-posteriori certificate), or to its real failure probability"
         )
     elif probability > 0.0:
         notes.append(f"δ includes δ_fail = {runs}p = {runs * probability:.6g} for the base solver missing its accuracy")

@@ -1,4 +1,5 @@
-"""Utility of phased output perturbation: every theorem's explicit bound with its assumptions (spec §4)."""
+"""Utility of phased output perturbation: every theorem's explicit bound with its assumptions (Zhang, Thekumparampil, Oh
+& He 2022, Sections 3–4)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .params import SOURCE, PhasedOutputPerturbationParams
 from .plan import Mechanism, PlannedRelease
 from .privacy import paper_epsilon, paper_epsilon_limit, paper_failure_probability
 
-# -- utility (spec §4) ----------------------------------------------------------------------------------------------
+# -- utility -------------------------------------------------------------------------------------------------------
 
 
 def _finite(value: float) -> float | None:
@@ -307,7 +308,7 @@ def _c_c(ctx: _Context) -> list[UtilityValue]:
 
 
 def _c_sc(ctx: _Context) -> list[UtilityValue]:
-    """Corollary 4.9 as stated and corrected (spec §6.10), and the exact sum of eq. (4)."""
+    """Corollary 4.9 as stated and corrected (its last term re-derived from eq. (4)), and the exact sum of eq. (4)."""
     p, mech, L, n, eps_z, delta = ctx.p, ctx.mech, ctx.lipschitz, ctx.n, ctx.eps_z, ctx.delta
     D, K, nbar = p.given_diameter, mech.phases, mech.block_size
     dx, muy = p.d_x, p.mu_y
@@ -333,10 +334,10 @@ def _c_sc(ctx: _Context) -> list[UtilityValue]:
     return [
         ctx.closed_form("Corollary 4.9 (as stated)", _PRIMAL_GAP, stated, src, problem, exact, extra=extra),
         ctx.closed_form(
-            "Corollary 4.9 (corrected: 65(K−1)·d_x·log(2.5/δ), spec §6.10)",
+            "Corollary 4.9 (corrected: 65(K−1)·d_x·log(2.5/δ))",
             _PRIMAL_GAP,
             corrected,
-            f"{src}, last term re-derived from eq. (4) with μ → min{{μ_k, μ_y}} (spec §6.10)",
+            f"{src}, last term re-derived from eq. (4) with μ → min{{μ_k, μ_y}}",
             problem,
             exact,
             extra=extra,
@@ -364,7 +365,10 @@ _POPULATION_K = "excess population risk E[F(x̃_K) − F(x*)]"
 _EMPIRICAL_GAP = "empirical strong duality gap E[max_y F̂_S(x̃, y) − min_x F̂_S(x, ỹ)]"
 _STRONG_GAP = "population strong duality gap E[max_y F(x̃, y) − min_x F(x, ỹ)]"
 _WEAK_GAP = "population weak duality gap max_y E[F(x̃_K, y)] − min_x E[F(x, ỹ_K)]"
-_PRIMAL_GAP = "primal gap max_y E[F(x̃_K, y)] − F(x*, y*) (claimed also for E[Φ(x̃_K) − Φ(x*)], spec §6.11)"
+_PRIMAL_GAP = (
+    "primal gap max_y E[F(x̃_K, y)] − F(x*, y*) (the paper claims it also for E[Φ(x̃_K) − Φ(x*)]; that step is not "
+    "immediate: it needs a stability term)"
+)
 
 PREDICTED_MEASURE = MappingProxyType(
     {

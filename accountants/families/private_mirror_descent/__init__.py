@@ -1,10 +1,10 @@
 """``private-mirror-descent``: DP stochastic saddle points on simplices by mirror descent with vertex sampling.
 
-Seed 001 (González, Guzmán & Paquette, "Mirror descent algorithms with nearly dimension-independent rates for
-differentially-private stochastic saddle-point problems"); specification
-``shared/spec/seed001-private-mirror-descent.md``. The seed text lost every formula: constants carry the spec's
-provenance tags, **[R]** reconstructed from the surviving text (form constrained by the proofs, constants not) and
-**[D]** derived by the spec's author along the paper's proofs (not the paper's constants).
+González, Guzmán & Paquette, "Mirror descent algorithms with nearly dimension-independent rates for
+differentially-private stochastic saddle-point problems" (2024, arXiv:2403.02912; COLT 2024). The text we worked
+from lost the paper's formulas, so constants carry provenance tags: **[R]** reconstructed from the surviving text
+(the form is constrained by the proofs, the constants are not) and **[D]** derived here along the paper's proofs
+(not the paper's constants).
 
 No noise is added. The entropic mirror step keeps x_t ∝ exp(−η Σ_{s<t} g_{x,s}), so each vertex drawn from P(x_t) is
 an exponential mechanism; only vertex samples (and post-processings of them) are released. The privacy knob is the
@@ -32,8 +32,8 @@ Accountants (k adaptively composed mechanisms):
 * ``tight``: the spine's PLD accountant on the plan (:mod:`accountants.pld.bounded_range`): the samples as blocks of
   64 adaptive steps of the class (ε₀-DP, bounded range (range ratio)·ε₀), each block's dominating pair from the exact
   Bellman recursion over the generalised randomised responses, composed with every other release. For Algorithms 1
-  and 3 this is the optimal adaptive composition of ε₀-bounded-range mechanisms up to its lattice and blocks (spec
-  §5, k = 1000: 0.374 vs rdp 0.400; the non-adaptive t = ½ strategy, KOV at ε₀/2, gives 0.369 from below); for
+  and 3 this is the optimal adaptive composition of ε₀-bounded-range mechanisms up to its lattice and blocks
+  (k = 1000: 0.374 vs rdp 0.400; the non-adaptive t = ½ strategy, KOV at ε₀/2, gives 0.369 from below); for
   Algorithm 5, whose samples are ε₀-DP with bounded range 2ε₀ (which adds nothing to pure DP), it is the optimal
   composition of ε₀-DP mechanisms (Kairouz, Oh & Viswanath 2015).
 

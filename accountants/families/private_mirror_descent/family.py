@@ -45,7 +45,7 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
-        neighbours of fixed size n, seed 001 §1.3); with k = 0 nothing depends on the data."""
+        neighbours of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the data."""
         p = self.parse(params)
         return mechanism_plan(schedule(p), _stepsize(p))
 

@@ -1,4 +1,5 @@
-"""Hyperparameters of seed 001's algorithms (private-mirror-descent): variants, counts, and the rules between them."""
+"""Hyperparameters of González, Guzmán & Paquette 2024's algorithms (private-mirror-descent): variants, counts, and the
+rules between them."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from ...params import ParamsModel, param
 ALGORITHM_ID = "private-mirror-descent"
 MAX_COUNT = 10**12
 MAX_SAMPLES = 10**6
-SOURCE = "seed 001 (González, Guzmán & Paquette, private stochastic mirror descent with vertex sampling)"
+SOURCE = "González, Guzmán & Paquette 2024 (private stochastic mirror descent with vertex sampling, arXiv:2403.02912)"
 Variant = Literal["first-order", "second-order", "bias-reduced", "sco"]
 SADDLE_VARIANTS = ("first-order", "second-order", "bias-reduced")
 
 
 class PrivateMirrorDescentParams(ParamsModel):
-    """Hyperparameters of Algorithms 1, 3 and 5 of seed 001 (vertex sampling; the privacy knob is the stepsize)."""
+    """Hyperparameters of Algorithms 1, 3 and 5 of González, Guzmán & Paquette 2024 (vertex sampling; the privacy knob
+    is the stepsize)."""
 
     variant: Variant = param(example="first-order", default="first-order")
     """first-order (default) / second-order: Algorithm 1 [R] analysed under first- or second-order smoothness
@@ -27,7 +29,7 @@ class PrivateMirrorDescentParams(ParamsModel):
     dataset_size: int = param(symbol="n", unit="records", example=32000, ge=1, le=MAX_COUNT)
     """Number of records n; Algorithm 1 uses them in one pass of disjoint batches."""
     dimension_x: int = param(symbol="d₁", unit="vertices", example=32, ge=2, le=MAX_COUNT)
-    """Vertices of the x-simplex Δ_{d₁} (for a polytope: its number of vertices, seed 001 footnote 1)."""
+    """Vertices of the x-simplex Δ_{d₁} (for a polytope: its number of vertices, the paper's footnote 1)."""
     dimension_y: int | None = param(symbol="d₂", unit="vertices", example=32, default=None, ge=2, le=MAX_COUNT)
     """Vertices of the y-simplex Δ_{d₂}. Required by the saddle-point variants; omit for sco."""
     lipschitz: float = param(symbol="L₀", unit="loss units per ℓ1 unit", example=1.0, ge=1e-12, le=1e12)

@@ -1,5 +1,5 @@
 """The mechanism plan of private mirror descent: how many vertex samples a record is exposed to, and the ε₀ of each
-(seed 001 Prop. 3.3 [R]; spec §3.2, §3.3, §3.5, §7.1)."""
+(González, Guzmán & Paquette 2024, Prop. 3.3 [R]; counts per variant as in the package docstring)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Schedule:
 
 
 def schedule(p: PrivateMirrorDescentParams) -> Schedule:
-    """The sample counts and per-sample ε₀ of the variant (spec §3.2, §3.3, §3.5, §7.1)."""
+    """The sample counts and per-sample ε₀ of the variant (Prop. 3.3 [R]; Algorithms 1, 3, 5)."""
     n, b, L0 = p.dataset_size, p.batch_size, p.lipschitz
     if p.variant in ("first-order", "second-order"):
         steps = p.steps if p.steps is not None else n // b

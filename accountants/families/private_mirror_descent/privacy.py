@@ -1,5 +1,5 @@
 """Every accountant of private mirror descent (paper, rdp, tight) at a stepsize, and each one's calibration of the
-stepsize (the privacy knob; seed 001 Cor. 3.6; spec §5).
+stepsize (the privacy knob; González, Guzmán & Paquette 2024, Cor. 3.6).
 
 ``rdp`` and ``tight`` are the spine's (:mod:`accountants.plan_accounting`) on the family's mechanism plan — k vertex
 samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed under replace-one — so
@@ -36,7 +36,7 @@ STEPSIZE = Knob("stepsize", "η (the stepsize: each vertex sample is ε₀ = (ε
 
 def mechanism_plan(sched: Schedule, stepsize: float) -> MechanismPlan:
     """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one neighbours
-    of fixed size n, seed 001 §1.3); with k = 0 nothing depends on the data."""
+    of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the data."""
     e0 = sched.epsilon0(stepsize)
     sample = BoundedRangeEvent(sched.range_ratio * e0, e0)
     event = SelfComposedEvent(sample, sched.count) if sched.count else PureDpEvent(0.0)

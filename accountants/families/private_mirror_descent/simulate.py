@@ -29,7 +29,7 @@ class MirrorDescentProblem(ParamsModel):
 
     kind: Literal["matrix-game", "linear"] | None = param(example="matrix-game", default=None)
     """matrix-game (default for the saddle-point variants): f(x, y; ξ) = xᵀA_ξy with A_ξ ∈ {±c}^{d₁×d₂}, E A_ξ = A ~
-    U[−c, c] (spec §7.5); the gap max_j(Aᵀx̂)_j − min_i(Aŷ)_i is exact and the game's value is solved by linear
+    U[−c, c]; the gap max_j(Aᵀx̂)_j − min_i(Aŷ)_i is exact and the game's value is solved by linear
     programming. linear (sco, the default there): f(x; ξ) = ⟨a_ξ, x⟩ with a_ξ ∈ {±c}^d, E a_ξ = a ~ U[−c, c]; the
     excess risk ⟨a, x̂⟩ − min_i a_i is exact."""
     scale: float | None = param(symbol="c", example=1.0, gt=0, le=1e6, default=None)

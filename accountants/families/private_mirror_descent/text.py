@@ -137,7 +137,10 @@ def _releases(sched: Schedule, eta: float) -> list[Release]:
 
 def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, delta: float) -> list[str]:
     notes = [
-        "constants are reconstructed (seed 001 lost its formulas): " + sched.epsilon0_rule + "; " + sched.count_rule,
+        "constants are reconstructed from the paper's proofs (the text we worked from lost its formulas): "
+        + sched.epsilon0_rule
+        + "; "
+        + sched.count_rule,
         "the sensitivity assumes ‖∇f(·; ξ)‖∞ ≤ lipschitz for every record (clip gradient coordinates if not)",
     ]
     if not acc.paper_valid:
@@ -236,7 +239,8 @@ def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounti
         ),
         BoundResult(
             "Fully adaptive advanced composition √(2k log(1/δ))·ε₀ + kε₀²/2 (Theorem 3.5)",
-            "Whitehouse, Ramdas, Rogers & Wu 2023 (seed 001, Theorem 3.5) with the rigorous count",
+            "Whitehouse, Ramdas, Rogers & Wu 2023 (González, Guzmán & Paquette 2024, Theorem 3.5) with the rigorous "
+            "count",
             True,
             None,
             always,

@@ -1,5 +1,5 @@
 """Utility of private mirror descent: the explicit gap bound [D], the theorems' rates [A/R], tuned parameters and
-recommendations (seed 001 Theorems 3.1, 3.14, 4.2; spec §4, §7.3)."""
+recommendations (González, Guzmán & Paquette 2024, Theorems 3.1, 3.14, 4.2)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .params import ALGORITHM_ID, MAX_SAMPLES, SADDLE_VARIANTS, SOURCE, PrivateM
 from .plan import Schedule
 from .privacy import _shrink, _zcdp_budget
 
-# -- utility (spec §4, §7.3) ------------------------------------------------------------------------------------------
+# -- utility ----------------------------------------------------------------------------------------------------------
 
 
 def ell12(p: PrivateMirrorDescentParams) -> float:
@@ -30,10 +30,11 @@ def regime(p: PrivateMirrorDescentParams) -> str:
 def explicit_gap_bound(
     steps: int, samples: int, stepsize: float, ell: float, L0: float, L1: float, L2: float, regime_: str
 ) -> float:
-    """E Gap(x̂, ŷ) ≤ 2ℓ₁₂/(ηT) + 5ηL₀² + bias + 4L₁√(ℓ₁₂/(TK)) + 4L₁/(TK) for Algorithm 1 [D] (spec §4.3).
+    """E Gap(x̂, ŷ) ≤ 2ℓ₁₂/(ηT) + 5ηL₀² + bias + 4L₁√(ℓ₁₂/(TK)) + 4L₁/(TK) for Algorithm 1 [D].
 
     bias = 32L₁/√K (first-order, Cor. 2.6 jointly), 32L₂/K (second-order, Cor. 2.4), 0 (quadratic). Constants derived
-    along the paper's proof (Lemma 3.8, eq. (8), Lemma 3.11), not the paper's; verified loose 6–10× (spec §5)."""
+    along the paper's proof (Lemma 3.8, eq. (8), Lemma 3.11), not the paper's; measured 6–10× loose on bilinear
+    games."""
     bias = {"first": 32.0 * L1 / math.sqrt(samples), "second": 32.0 * L2 / samples, "quadratic": 0.0}[regime_]
     tk = float(steps) * samples
     return (
@@ -89,7 +90,7 @@ def lower_bound_ssp(n: int, d: float, eps: float) -> float:
 def paper_parameters(
     n: int, d: float, eps: float, delta: float, L0: float, L1: float, L2: float, regime_: str
 ) -> dict[str, float]:
-    """Algorithm 1's parameters from balancing Theorem 3.1's bound [R] (spec §4.3, §7.3 ``alg1_paper_params``)."""
+    """Algorithm 1's parameters from balancing Theorem 3.1's bound [R]."""
     ell, lg = math.log(d), (-math.log(delta))
     log_k = -math.inf  # in log space: the constants may be extreme
     log_n_eps = math.log(n) + math.log(eps)
@@ -121,7 +122,7 @@ class Tuned:
 def tune_algorithm1(p: PrivateMirrorDescentParams, eps: float, delta: float) -> Tuned:
     """Minimise the explicit bound [D] over B ∈ {round(1.25^i)} (B ≤ max(1, n/4)) and K ∈ {1, 2, 4, …, 1024}, with
     η = min(η_np, Bε₀/(4L₀)) and ε₀ the largest the bounded-range zCDP bound allows for k = 2(T − 1)K samples
-    (spec §7.1 ``explicit_bound_opt``; certified: the rdp accountant at that η gives at most ε)."""
+    (certified: the rdp accountant at that η gives at most ε)."""
     n, L0, L1 = p.dataset_size, p.lipschitz, p.smoothness
     L2 = p.second_order_smoothness or 0.0
     ell, reg = ell12(p), regime(p)
@@ -146,8 +147,8 @@ def tune_algorithm1(p: PrivateMirrorDescentParams, eps: float, delta: float) -> 
 
 
 def tune_algorithm3(p: PrivateMirrorDescentParams) -> tuple[int, int, float]:
-    """(M, N_max, η-cap) of Algorithm 3 [D] (spec §4.5): M = ⌊n/B⌋, N_max = max(1, ⌊log₂ M⌋ − 1), and the
-    non-private stepsize √(ℓ/T₀)/σ with T₀ = M/(4·E2^N), E2^N = N_max/(1 − 2^{−N_max}), and the second-moment bound
+    """(M, N_max, η-cap) of Algorithm 3 [D] (Theorem 3.14's parameters): M = ⌊n/B⌋, N_max = max(1, ⌊log₂ M⌋ − 1), and
+    the non-private stepsize √(ℓ/T₀)/σ with T₀ = M/(4·E2^N), E2^N = N_max/(1 − 2^{−N_max}), and the second-moment bound
     σ² = 2L₀² + 2560L₂² + 768·N_max·L₁²(1 + ln 2d) [D]."""
     m = p.dataset_size // p.batch_size
     level = max(1, int(math.log2(max(m, 2))) - 1)
@@ -162,8 +163,8 @@ def tune_algorithm3(p: PrivateMirrorDescentParams) -> tuple[int, int, float]:
 # -- utility reports and recommendations ------------------------------------------------------------------------------
 
 _EXPLICIT_SOURCE = (
-    f"{SOURCE}, Theorem 3.1 via Lemma 3.8 (eq. (8)), Lemma 3.11 and Cor. 2.4/2.6: constants derived [D] (spec §4.3), "
-    "measured 6–10× loose on bilinear games (spec §5)"
+    f"{SOURCE}, Theorem 3.1 via Lemma 3.8 (eq. (8)), Lemma 3.11 and Cor. 2.4/2.6: constants derived [D], "
+    "measured 6–10× loose on bilinear games"
 )
 
 
@@ -322,7 +323,9 @@ def _recommendations(
             "first": "K = max(1, round((L₁/L₀)^{4/3}(nε)^{2/3}/(ℓ log^{1/3}(1/δ))))",
             "second": "K = max(1, round((L₂/L₀)^{4/5}(nε)^{2/5}/(ℓ^{3/5} log^{1/5}(1/δ))))",
         }[reg]
-        source = "seed 001, Theorem 3.1, parameters from balancing its bound [R] (spec §4.3), ℓ = log(d₁ + d₂)"
+        source = (
+            "González, Guzmán & Paquette 2024, Theorem 3.1, parameters from balancing its bound [R], ℓ = log(d₁ + d₂)"
+        )
         out += [
             Recommendation("samples_per_step", paper["samples_per_step"], f"{k_rule}; {source}", False),
             Recommendation("batch_size", paper["batch_size"], f"B = min(n, ⌈16√(ℓK log(1/δ))/ε⌉); {source}", False),
@@ -338,7 +341,7 @@ def _recommendations(
         rule = (
             f"dpcal [D]: minimises the explicit bound (value {tuned.bound:.6g}) over B ∈ {{round(1.25^i)}} ≤ n/4 and "
             "K ∈ {1, 2, …, 1024} (K = 1 if quadratic), with η = min(√(2ℓ₁₂/(5T))/L₀, Bε₀/(4L₀)) and ε₀ the "
-            "largest the bounded-range zCDP bound certifies for k = 2(T − 1)K samples (spec §7.1, explicit_bound_opt)"
+            "largest the bounded-range zCDP bound certifies for k = 2(T − 1)K samples"
         )
         out += [
             Recommendation("batch_size", tuned.batch_size, rule, False),
@@ -359,7 +362,7 @@ def _recommendations(
             )
     elif p.variant == "bias-reduced":
         m, level, cap = tune_algorithm3(p)
-        source = "seed 001, Theorem 3.14's parameters, reconstructed [D] (spec §4.5)"
+        source = "González, Guzmán & Paquette 2024, Theorem 3.14's parameters, reconstructed [D]"
         out += [
             Recommendation("stopping_parameter", m, f"M = ⌊n/B⌋; {source}", False),
             Recommendation(
@@ -378,7 +381,7 @@ def _recommendations(
             Recommendation(
                 "steps",
                 n // p.batch_size,
-                "T = ⌊n/B⌋ (one pass); the schedule constants t₀, p, K' of Algorithm 5 are lost [R] (spec §4.7)",
+                "T = ⌊n/B⌋ (one pass); the schedule constants t₀, p, K' of Algorithm 5 are not recovered [R]",
                 False,
             )
         )

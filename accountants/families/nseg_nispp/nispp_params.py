@@ -1,5 +1,6 @@
 """NISPP's parameters and the paper's quantities: the regularisation and inner tolerance rules, the sensitivity
-(NISPP 4M/(λB) or the general-ν form) and the printed privacy statements (seed 000, Props. 9–10, Theorem 7)."""
+(NISPP 4M/(λB) or the general-ν form) and the printed privacy statements (Boob & Guzmán 2023, Props. 9–10,
+Theorem 7)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ MAX_INNER_ITERATIONS = 10_000
 
 
 class NisppParams(NoisyViParams):
-    """Hyperparameters of NISPP (seed 000, Algorithm 2)."""
+    """Hyperparameters of NISPP (Boob & Guzmán 2023, Algorithm 2)."""
 
     batch_size: int = param(symbol="B", unit="records", example=22, ge=1, le=MAX_COUNT)
     """Records per iteration (the expected number under Poisson sampling)."""

@@ -1,5 +1,5 @@
-"""What the utility theorems of NSEG and NISPP share (seed 000): the operator class they assume and the multi-pass
-weak gaps, EmpGap + M·UAS (VI, Prop. 2) and EmpGap + √2·M·UAS (SP, Prop. 1 with δ_x + δ_y ≤ √2·δ)."""
+"""What the utility theorems of NSEG and NISPP share (Boob & Guzmán 2023): the operator class they assume and the
+multi-pass weak gaps, EmpGap + M·UAS (VI, Prop. 2) and EmpGap + √2·M·UAS (SP, Prop. 1 with δ_x + δ_y ≤ √2·δ)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ OPERATOR_CLASS = Assumption(
     None,
     "cannot be checked from the hyperparameters",
 )
-"""The class every seed-000 utility theorem assumes (not checkable from the hyperparameters)."""
+"""The class every NSEG and NISPP utility theorem assumes (not checkable from the hyperparameters)."""
 
 
 def weak_gaps(

@@ -1,5 +1,5 @@
-"""The parameters NSEG and NISPP share (seed 000): the base model, the rules between fields, the sampling notes and the
-synthetic problem of their verification jobs."""
+"""The parameters NSEG and NISPP share (Boob & Guzmán 2023): the base model, the rules between fields, the sampling
+notes and the synthetic problem of their verification jobs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ...errors import FieldIssue
 from ...params import MAX_COUNT, ParamsModel, noise_given_twice, param
 from .releases import NoisyReleases
 
-SOURCE = "seed 000 (Boob & Guzmán, DP stochastic monotone VIs and saddle points)"
+SOURCE = "Boob & Guzmán 2023 (DP stochastic monotone VIs and saddle points, arXiv:2104.02988)"
 MAX_STEPS = 10**15
 
 
@@ -59,7 +59,7 @@ class NoisyViParams(ParamsModel):
 
 
 def common_issues(p: NoisyViParams) -> list[FieldIssue]:
-    """Rules every seed-000 parameter set obeys: B ≤ n and at most one of noise_multiplier, noise_std."""
+    """Rules every NSEG and NISPP parameter set obeys: B ≤ n and at most one of noise_multiplier, noise_std."""
     issues = []
     if p.batch_size > p.dataset_size:
         issues.append(
@@ -91,5 +91,6 @@ class BilinearProblemSettings(ParamsModel):
     """The synthetic problem of an nseg or nispp verification job."""
 
     kind: Literal["bilinear"] = param(example="bilinear", default="bilinear")
-    """bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (spec §7.5) with ‖A‖ = smoothness, radius
-    diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz; closed-form gap."""
+    """bilinear: the saddle point xᵀAy + b_xᵀx − b_yᵀy on a product of balls (:mod:`accountants.synthetic.bilinear`)
+    with ‖A‖ = smoothness, radius diameter/(2√2) and records bounded so that the operator bound is exactly lipschitz;
+    closed-form gap."""

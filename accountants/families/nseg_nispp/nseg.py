@@ -1,8 +1,8 @@
 """``nseg``: noisy stochastic extragradient for DP monotone variational inequalities and saddle points.
 
-Seed 000 (Boob & Guzmán, "Optimal algorithms for differentially private stochastic monotone variational inequalities
-and saddle-point problems"), Algorithm 1 (reconstructed, spec §2.1); specification
-``shared/spec/seed000-nseg-nispp.md``.
+Boob & Guzmán, "Optimal algorithms for differentially private stochastic monotone variational inequalities and
+saddle-point problems" (2023, arXiv:2104.02988), Algorithm 1 (its pseudocode box reconstructed from the prose and
+proofs).
 Each step t evaluates the batch operator twice, each time on a fresh batch and with fresh noise,
 F_{i,t} = F_{B_t^i} + N(0, σ²I), and takes w_t = Π_W(u_{t−1} − γF_{1,t}(u_{t−1})), u_t = Π_W(u_{t−1} − γF_{2,t}(w_t));
 the output is the γ-weighted average of the w_t. An evaluation's replace-one sensitivity is Δ = 2M/B (M bounds ‖F_β‖
@@ -10,12 +10,12 @@ on W), and ``noise_multiplier`` z = σ/Δ.
 
 * ``passes="single"`` (Theorem 2, Prop. 5, Corollary 1): all 2T batches disjoint, 2TB ≤ n; default T = ⌊n/(2B)⌋.
   Privacy: one Gaussian per record (:mod:`.accounting`), exact. Utility: Theorem 2 for the user's γ, T, B
-  with the proofs' M² (cV = 1; the statement's M²/2 is not what Corollary 1 and Theorem 4 use, spec §4.1/§6.5),
+  with the proofs' M² (cV = 1; the statement's M²/2 is not what Corollary 1 and Theorem 4 use),
   default γ = Corollary 1's min{D/(M√(7T(1 + dσ²/M²))), 1/(√3L)} (the cap is required by Theorem 2 and omitted in
   the paper).
 * ``passes="multi"`` (eq. 4.16, Prop. 7, Theorems 3–4): batches sampled at every evaluation, K = 2T releases (the
-  paper counts T, spec §6.8); default T = n². Utility: Theorem 4's weak gaps, EmpGap + M·UAS (VI) and
-  EmpGap + √2·M·UAS (SP, δ_x + δ_y ≤ √2δ), with Theorem 3's UAS as corrected (2M/n, not 2ML/n, spec §6.7);
+  paper counts T); default T = n². Utility: Theorem 4's weak gaps, EmpGap + M·UAS (VI) and
+  EmpGap + √2·M·UAS (SP, δ_x + δ_y ≤ √2δ), with Theorem 3's UAS as corrected (2M/n, not 2ML/n: an erratum);
   default γ = min{D/M, 1/L}/(n·max{√n, √(d ln(1/η))/ε}) with √(d ln(1/η))/ε = √d·σ/(2√2M), its value at the
   paper's σ.
 
@@ -46,7 +46,7 @@ from .utility import OPERATOR_CLASS, weak_gaps
 
 
 class NsegParams(NoisyViParams):
-    """Hyperparameters of NSEG (seed 000, Algorithm 1)."""
+    """Hyperparameters of NSEG (Boob & Guzmán 2023, Algorithm 1)."""
 
     batch_size: int = param(symbol="B", unit="records", example=10, ge=1, le=MAX_COUNT)
     """Records per operator evaluation (the expected number under Poisson sampling)."""
@@ -132,7 +132,7 @@ def paper_statement(p: NsegParams) -> PaperStatement:
     )
 
 
-# -- utility (seed 000 §4) -------------------------------------------------------------------------------------------
+# -- utility (Section 4) ---------------------------------------------------------------------------------------------
 
 
 def default_stepsize(p: NsegParams, sigma: float) -> tuple[float, str]:
@@ -160,7 +160,7 @@ def theorem2_bound(steps: float, gamma: float, sigma: float, M: float, D: float,
 
 
 def theorem3_uas(steps: float, gamma: float, sigma: float, n: int, M: float, L: float, D: float, d: float) -> float:
-    """Theorem 3's UAS for constant γ, with the last term (2M/n + 2LD)γ as the proof gives (erratum 7)."""
+    """Theorem 3's UAS for constant γ, with the last term (2M/n + 2LD)γ as the proof gives (erratum)."""
     per_step = (4.0 * M + 2.0 * L * D + 4.0 * math.sqrt(d) * sigma) * L * gamma**2
     per_step += (2.0 * M * L / n) * gamma**2 + (2.0 * M / n) * gamma
     return steps * per_step + (2.0 * M / n + 2.0 * L * D) * gamma
@@ -189,7 +189,7 @@ def utility_bounds(p: NsegParams, sigma: float, gamma: float) -> list[UtilityBou
     conditions = (class_assumption, small, stable)
     return weak_gaps(
         (emp, f"{SOURCE}, Theorem 2 on the empirical operator (proof of Theorem 4)"),
-        (uas, f"{SOURCE}, Theorem 3 (last term 2M/n, erratum 7)"),
+        (uas, f"{SOURCE}, Theorem 3 (last term 2M/n, erratum)"),
         M,
         "Theorem 4",
         conditions,

@@ -1,4 +1,4 @@
-"""Privacy and calibration reports of the seed-000 families."""
+"""Privacy and calibration reports of the NSEG and NISPP families."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class CalibratedUtility:
 
 
 class NoisyViFamily(AlgorithmFamily[S]):
-    """A seed-000 method: Gaussian noise on every batch release, replace-one neighbours, accounted by
+    """An NSEG or NISPP method: Gaussian noise on every batch release, replace-one neighbours, accounted by
     :func:`~.accounting.account` (rdp, tight for a single pass, the paper's statement beside)."""
 
     accountants = ("rdp", "tight", "paper")
@@ -55,7 +55,7 @@ class NoisyViFamily(AlgorithmFamily[S]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.card = Card.load(__file__, cls.id, SOURCE=SOURCE)  # seed000/card.toml holds both methods' cards
+        cls.card = Card.load(__file__, cls.id, SOURCE=SOURCE)  # card.toml here holds both methods' cards
 
     @abstractmethod
     def wording(self, p: S, noise_multiplier: float | None = None) -> Wording:

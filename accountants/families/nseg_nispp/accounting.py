@@ -1,4 +1,5 @@
-"""Every accountant's answer for seed 000's releases at a noise multiplier, and each one's calibration."""
+"""Every accountant's answer for the releases of Boob & Guzmán 2023's methods at a noise multiplier, and each one's
+calibration."""
 
 from __future__ import annotations
 
@@ -259,7 +260,7 @@ def _paper_warnings(paper: PaperStatement, claimed: float, certified: float, val
         return [
             f"the paper's Gaussian-mechanism form (Prop. 3, the Dwork–Roth form without the 1.25) claims ε = "
             f"{claimed:.6g}, but the exact profile needs ε = {certified:.6g} at δ = {delta:g}: the form fails for "
-            "large ε (spec §3.1)"
+            "large ε"
         ]
     return [
         f"the paper's moments-accountant statement (Theorem 1, constant not rigorous) claims ε = {claimed:.6g}; the "

@@ -1,9 +1,9 @@
 """``nispp``: noisy inexact stochastic proximal point for DP monotone variational inequalities and saddle points.
 
-Seed 000 (Boob & Guzmán), Algorithm 2 (reconstructed, spec §2.2); specification ``shared/spec/seed000-nseg-nispp.md``.
+Boob & Guzmán 2023 (arXiv:2104.02988), Algorithm 2 (its pseudocode box reconstructed from the prose and proofs).
 Each iteration k draws a batch, computes u_{k+1}, a ν-approximate strong solution of the λ-strongly monotone
 VI(F_B + λ(· − w_k), W) (eq. 5.1), and releases w_{k+1} = u_{k+1} + N(0, σ²I), unprojected; the output is Π_W of the
-average of the w_{k+1}. K iterations (the paper's loop k = 0..K has K + 1, its corollaries use K = n/B: spec §6.20).
+average of the w_{k+1}. K iterations (the paper's loop k = 0..K has K + 1, its corollaries use K = n/B).
 
 Sensitivity (Prop. 9): ‖u − u′‖ ≤ M/(λB) + √(M²/(λB)² + 2ν/λ) ≤ 2M/(λB) + √(2ν/λ), which is at most 4M/(λB) when
 ν ≤ 2M²/(λB²), the paper's Δ. By default (``sensitivity_form="simplified"``) Δ = 4M/(λB) under that condition and
@@ -12,10 +12,10 @@ Sensitivity (Prop. 9): ‖u − u′‖ ≤ M/(λB) + √(M²/(λB)² + 2ν/λ) 
 
 * ``passes="single"`` (Theorem 5, Prop. 10, Corollary 2): disjoint batches, KB ≤ n; default K = ⌊n/B⌋. Privacy: one
   Gaussian per record (:mod:`.accounting`). Utility: Theorem 5 with the re-derived noise constant 3 over all
-  K releases (the printed 5/2 over K − 1 undercounts, erratum 11).
+  K releases (the printed 5/2 over K − 1 undercounts, erratum).
 * ``passes="multi"`` (Theorems 6–7): K iterations on random batches; default K = n. Utility: Theorem 7's weak gaps,
   EmpGap + M·UAS (VI) and EmpGap + √2·M·UAS (SP) with UAS = K(4M/(nλ) + 2√(ν/λ)) (the 4M of Lemma 3, not the printed
-  2M: erratum 15).
+  2M: erratum).
 
 Defaults follow the paper's recommendations at its own calibration, written through z (which does not depend on λ):
 λ = max{M/D, L}·max{n^{1/3}, z√(d/2)} (single; Corollary 2's √(d ln(1/η))/ε = z/√2·√d at z = √(2 ln(1/η))/ε) or
@@ -44,12 +44,12 @@ from .releases import PaperStatement
 from .simulate import BatchSource, BilinearSimulator
 from .utility import OPERATOR_CLASS, weak_gaps
 
-# -- utility (seed 000, Theorems 5–6, Corollary 2) ----------------------------------------------------------------
+# -- utility (Theorems 5–6, Corollary 2) ---------------------------------------------------------------------------
 
 
 def theorem5_bound(steps: float, lam: float, sigma: float, nu: float, M: float, L: float, D: float, d: float) -> float:
     """ν + 3λD²/(2K) + (4M² + 3L²D²)/λ + 3λdσ² + Mσ√(d/K): Theorem 5 with γ_k = 1 and the re-derived noise
-    constant 3 (erratum 11; the printed 5/2 undercounts)."""
+    constant 3 (erratum; the printed 5/2 undercounts)."""
     return (
         nu
         + 1.5 * lam * D * D / steps
@@ -60,7 +60,7 @@ def theorem5_bound(steps: float, lam: float, sigma: float, nu: float, M: float, 
 
 
 def theorem6_uas(steps: float, lam: float, nu: float, n: int, M: float) -> float:
-    """K(4M/(nλ) + 2√(ν/λ)): Theorem 6 with Lemma 3's 4M (the printed 2M undercounts, erratum 15)."""
+    """K(4M/(nλ) + 2√(ν/λ)): Theorem 6 with Lemma 3's 4M (the printed 2M undercounts, erratum)."""
     return steps * (4.0 * M / (n * lam) + 2.0 * math.sqrt(nu / lam))
 
 
@@ -81,15 +81,15 @@ def utility_bounds(p: NisppParams, s: Setting) -> list[UtilityBound]:
             UtilityBound.explicit(
                 "expected strong VI gap (= expected SP gap for saddle points) of Π_W of the averaged releases",
                 emp,
-                f"{SOURCE}, Theorem 5 (noise constant 3, erratum 11)",
+                f"{SOURCE}, Theorem 5 (noise constant 3, erratum)",
                 (*conditions, Assumption("disjoint batches, each record used once", True)),
                 True,
             )
         ]
     uas = theorem6_uas(steps, s.regularization, s.tolerance, n, M)
     return weak_gaps(
-        (emp, f"{SOURCE}, Theorem 5 on the empirical problem (proof of Theorem 7; constant 3, erratum 11)"),
-        (uas, f"{SOURCE}, Theorem 6 with Lemma 3's 4M (erratum 15)"),
+        (emp, f"{SOURCE}, Theorem 5 on the empirical problem (proof of Theorem 7; constant 3, erratum)"),
+        (uas, f"{SOURCE}, Theorem 6 with Lemma 3's 4M (erratum)"),
         M,
         "Theorem 7",
         conditions,
@@ -118,7 +118,7 @@ def rate_bounds(p: NisppParams, epsilon: float, delta: float) -> list[UtilityBou
             UtilityBound.explicit(
                 "strong gap at Corollary 2's own parameters (B = n^{1/3}, K = n/B, λ₀, ν = 2M²/(λ₀B²), the paper's σ)",
                 corollary2_explicit(n, M, L, D, d, epsilon, delta),
-                f"{SOURCE}, Corollary 2 (term-by-term, noise term 80 not 40: erratum 12)",
+                f"{SOURCE}, Corollary 2 (term-by-term, noise term 80 not 40: erratum)",
             ),
             UtilityBound.rate(
                 "strong gap rate (M + LD)D·(n^{−1/3} + √(d ln(1/δ))/(εn^{2/3}))",

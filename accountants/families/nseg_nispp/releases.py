@@ -1,5 +1,5 @@
-"""What a record of seed 000's noisy methods is exposed to: the Gaussian releases (single or multi pass, Poisson or
-uniform batches), their Rényi bounds and plan, and the paper's printed statements (Prop. 3, Theorem 1)."""
+"""What a record of NSEG's and NISPP's noisy releases is exposed to: the Gaussian releases (single or multi pass,
+Poisson or uniform batches), their Rényi bounds and plan, and the paper's printed statements (Prop. 3, Theorem 1)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ Sampling = Literal["poisson", "uniform"]
 
 TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) with μ = 1/z: one Gaussian release per record (parallel "
-    "composition over disjoint batches, seed 000 Prop. 4), not summed over the steps"
+    "composition over disjoint batches, Boob & Guzmán 2023, Prop. 4), not summed over the steps"
 )
 SINGLE_RDP_METHOD = "Gaussian RDP α/(2z²) of the one release per record, converted exactly over real α"
 _MULTI_TIGHT_REASON = (
@@ -85,7 +85,8 @@ class NoisyReleases:
                 True,
             ),
             RdpBound(
-                f"Poisson-subsampled Gaussian at the replace-one sensitivity Δ (spec §3.4 option 2), {k} releases",
+                f"Poisson-subsampled Gaussian at the replace-one sensitivity Δ (not certified for replace-one), "
+                f"{k} releases",
                 "Mironov, Talwar & Zhang 2019 (add/remove curve) evaluated at the replace-one sensitivity Δ: the usual "
                 "DP-SGD practice",
                 RdpAccountant("add-remove").curve(option2),
@@ -160,7 +161,7 @@ class RdpBound:
     reason: str | None = None
 
 
-_SINGLE_SOURCE = "Mironov 2017, Prop. 7; parallel composition (seed 000, Prop. 4)"
+_SINGLE_SOURCE = "Mironov 2017, Prop. 7; parallel composition (Boob & Guzmán 2023, Prop. 4)"
 
 
 def _linear(z: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -209,7 +210,7 @@ class PaperStatement:
 
 
 def gaussian_mechanism_statement(source: str, scale: Callable[[float], float] | None = None) -> PaperStatement:
-    """Seed 000 Prop. 3 in multiplier units: σ = Δ√(2 ln(1/η))/ε, i.e. z = √(2 ln(1/η))/ε."""
+    """Boob & Guzmán 2023, Prop. 3, in multiplier units: σ = Δ√(2 ln(1/η))/ε, i.e. z = √(2 ln(1/η))/ε."""
     return PaperStatement(
         source, "z = √(2 ln(1/η))/ε (Prop. 3)", lambda d: math.sqrt(2.0 * (-math.log(d))), "gaussian", scale
     )

@@ -1,4 +1,6 @@
-"""Seed 000: the noisy stochastic methods NSEG (``nseg``) and NISPP (``nispp``) and what they share.
+"""NSEG (``nseg``) and NISPP (``nispp``), the noisy stochastic methods of Boob & Guzmán, "Optimal algorithms for
+differentially private stochastic monotone variational inequalities and saddle-point problems" (Math. Program. 2023,
+arXiv:2104.02988), and what they share.
 
 Modules: ``params`` (the parameters both share, :class:`~.params.NoisyViParams`), ``releases`` (what a record is
 exposed to, its plan and the paper's statements), ``accounting`` (every accountant and calibration), ``answers``
@@ -8,11 +10,11 @@ quantities and statements, utility theorems, wording and simulator); ``card.toml
 
 Both methods add N(0, σ²I) to a quantity computed on a batch (NSEG: a batch-mean operator value; NISPP: the inexact
 prox point) whose replace-one sensitivity is Δ (NSEG 2M/B; NISPP 4M/(λB) or the general-ν form). The noise
-multiplier is z = σ/Δ. Neighbouring datasets differ in one record (replace-one, n public; seed 000 §1).
+multiplier is z = σ/Δ. Neighbouring datasets differ in one record (replace-one, n public; Boob & Guzmán 2023, §1).
 
 Single pass (disjoint batches): every record enters exactly one release, every other release has zero sensitivity to
-it, so by parallel composition (seed 000, Prop. 4) the record's privacy loss over the whole transcript is that of
-**one** Gaussian mechanism with μ = Δ/σ = 1/z — never summed over the steps (spec §3.4).
+it, so by parallel composition (Prop. 4) the record's privacy loss over the whole transcript is that of
+**one** Gaussian mechanism with μ = Δ/σ = 1/z — never summed over the steps.
 
 * ``tight``: the analytic Gaussian (Balle & Wang 2018, Thm. 8), exact.
 * ``rdp``: α/(2z²), converted exactly over real α.
@@ -23,16 +25,16 @@ Multi pass: ``count`` releases K, each on a random batch (NSEG: K = 2T evaluatio
   normalised by B). ``rdp``: the weak triangle inequality through the dataset without the record (Mironov 2017,
   Prop. 11): both legs are add/remove pairs with shift Δ/2, each bounded by the exact Poisson-subsampled Gaussian
   curve (Mironov, Talwar & Zhang 2019); capped per release by the unsampled Gaussian α/(2z²). Rigorous. For
-  comparison the answer also lists spec §3.4's "option 2", the same MTZ19 curve at the replace-one sensitivity Δ
+  comparison the answer also lists the same MTZ19 curve at the replace-one sensitivity Δ
   (the usual DP-SGD practice and what the paper's appeal to Abadi et al. amounts to); no theorem covers it for
-  replace-one neighbours, so it is shown, not used (at the spec's configurations it is the larger one anyway).
+  replace-one neighbours, so it is shown, not used (at the paper's typical configurations it is the larger one anyway).
 * ``sampling="uniform"``: each batch is a uniformly random set of B distinct records (the paper's scheme; for B = 1
   a uniform index). ``rdp``: Wang, Balle & Kasiviswanathan 2019, Thm. 27 (replace-one), rigorous and looser.
 * ``tight``: not available (no privacy-loss-distribution accountant for subsampled Gaussians yet).
 
 ``paper``: the printed statements, ε = c(η)/z — Prop. 3 (the Gaussian mechanism in the Dwork–Roth form without the
-1.25, valid only where the exact profile confirms it, ε ≲ 7–9; spec §3.1) and Theorem 1 (the moments accountant with
-Abadi et al.'s unspecified constant replaced by √2; not rigorous, spec §3.1/§6.9). A paper statement joins ``best``
+1.25, valid only where the exact profile confirms it, ε ≲ 7–9) and Theorem 1 (the moments accountant with
+Abadi et al.'s unspecified constant replaced by √2; not rigorous). A paper statement joins ``best``
 only where a rigorous accountant confirms it, so ``best`` ≤ ``paper`` whenever the paper is valid.
 """
 

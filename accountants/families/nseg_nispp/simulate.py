@@ -58,7 +58,7 @@ class BatchSource:
 
 
 class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
-    """A seed-000 method run on the bilinear saddle point of :mod:`accountants.synthetic.bilinear`, built with the
+    """An NSEG or NISPP method run on the bilinear saddle point of :mod:`accountants.synthetic.bilinear`, built with the
     family's own constants (M, L, D, d), plus a canary audit of the releases.
 
     Audit: the distinguishing record is a *canary* with the constant operator F ≡ M·v (monotone, 0-Lipschitz,
@@ -125,7 +125,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
         report = job.privacy()
         noise = report.required_noise
         z, sigma = noise.noise_multiplier, noise.noise_std
-        assert sigma is not None  # seed 000's noise is absolute as well
+        assert sigma is not None  # NSEG's and NISPP's noise is absolute as well
         steps = report.conventions.steps
         resolved: dict[str, Any] = {"kind": "bilinear", "steps": steps, "noise_std": sigma}
         resolved |= self.resolve(p, sigma)
