@@ -3,12 +3,18 @@
 Events only *describe* mechanisms; accountants (:mod:`accountants.rdp`, :mod:`accountants.pld`,
 :mod:`accountants.gdp`) interpret them.
 Unlike dp_accounting, every event validates its fields on construction, so a malformed event cannot exist.
+
+An event that requests may write declares its :class:`Syntax` once, beside its fields: its ``type`` name in the JSON
+grammar of ``/v1/compose``, one sentence, and its fields. The grammar (:mod:`accountants.pipeline.grammar`) reads it
+and the HTTP schema documents it from that declaration alone (:data:`DECLARED`); an event without one is internal.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from scipy import stats
 
@@ -16,14 +22,82 @@ from . import validation as check
 from .errors import ParameterError
 
 
+class FieldKind(enum.Enum):
+    """What a field of the JSON grammar holds (and how the HTTP schema documents it)."""
+
+    NUMBER = "number"
+    INTEGER = "integer"
+    EVENT = "event"
+    EVENTS = "events"
+    STRING = "string"
+    OBJECT = "object"
+
+
+@dataclass(frozen=True)
+class SyntaxField:
+    """A field of an event's JSON form: its JSON ``name``, what it holds, the event's ``attribute`` it sets (default:
+    the same name) and, for integers, the smallest value the schema documents. Values are checked by the event."""
+
+    name: str
+    kind: FieldKind
+    attribute: str | None = None
+    minimum: int | None = None
+
+    @property
+    def target(self) -> str:
+        return self.attribute or self.name
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """An event's JSON form: ``{"type": name, <fields>}`` (every field required), described in one sentence."""
+
+    name: str
+    description: str
+    fields: tuple[SyntaxField, ...]
+
+    def field_named(self, attribute: str) -> str:
+        """The JSON name of the field that sets ``attribute`` (the attribute itself where none does)."""
+        return next((f.name for f in self.fields if f.target == attribute), attribute)
+
+
+def number(name: str) -> SyntaxField:
+    return SyntaxField(name, FieldKind.NUMBER)
+
+
+def integer(name: str, minimum: int | None = None) -> SyntaxField:
+    return SyntaxField(name, FieldKind.INTEGER, minimum=minimum)
+
+
+MECHANISM = SyntaxField("mechanism", FieldKind.EVENT, attribute="event")
+"""The inner event of a sampled release, written ``mechanism``."""
+
+DECLARED: dict[str, type[DpEvent]] = {}
+"""The events a request may write, by their grammar ``type``, in the order they are defined."""
+
+
 class DpEvent:
-    """Base class of all events."""
+    """Base class of all events. A subclass with a :class:`Syntax` in ``syntax`` is readable from JSON."""
+
+    syntax: ClassVar[Syntax | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        syntax = cls.__dict__.get("syntax")
+        if syntax is not None:
+            if syntax.name in DECLARED:
+                raise TypeError(f"two events declare the grammar type {syntax.name!r}")
+            DECLARED[syntax.name] = cls
 
 
 @dataclass(frozen=True)
 class GaussianEvent(DpEvent):
     """One Gaussian release; ``noise_multiplier`` z = noise std / L2 sensitivity under the neighbouring relation
     in force (for a clipped sum: C under add/remove-one, 2C under replace-one)."""
+
+    syntax = Syntax(
+        "gaussian", "One Gaussian release; noise_multiplier = std / L2 sensitivity.", (number("noise_multiplier"),)
+    )
 
     noise_multiplier: float
 
@@ -35,6 +109,10 @@ class GaussianEvent(DpEvent):
 class LaplaceEvent(DpEvent):
     """One Laplace release; ``noise_multiplier`` b = noise scale / L1 sensitivity under the neighbouring relation in
     force (the release is (1/b)-DP)."""
+
+    syntax = Syntax(
+        "laplace", "One Laplace release; noise_multiplier = scale / L1 sensitivity.", (number("noise_multiplier"),)
+    )
 
     noise_multiplier: float
 
@@ -50,6 +128,12 @@ class PoissonSampledEvent(DpEvent):
     contributions (the clip norm C for DP-SGD), whichever neighbouring relation the accountant uses.
     """
 
+    syntax = Syntax(
+        "poisson-sampled",
+        "Each record included independently with probability sampling_rate; mechanism runs on the sample.",
+        (number("sampling_rate"), MECHANISM),
+    )
+
     sampling_rate: float
     event: DpEvent
 
@@ -64,6 +148,13 @@ class TruncatedPoissonSampledEvent(DpEvent):
     subset of ``max_batch_size`` records where it is larger; ``event`` (a Gaussian, multiplier relative to the
     add/remove sensitivity, as in :class:`PoissonSampledEvent`) runs on the batch. dp_accounting 0.6.0's
     ``TruncatedSubsampledGaussianDpEvent`` (arXiv 2508.15089); accounted under add/remove neighbours."""
+
+    syntax = Syntax(
+        "truncated-poisson-sampled",
+        "Poisson sampling at sampling_rate from dataset_size records, the batch cut to a uniformly random "
+        "max_batch_size records where larger (add-remove neighbours only; mechanism: a Gaussian).",
+        (integer("dataset_size"), number("sampling_rate"), integer("max_batch_size"), MECHANISM),
+    )
 
     dataset_size: int
     sampling_rate: float
@@ -95,6 +186,12 @@ class SampledWithoutReplacementEvent(DpEvent):
     Accounted under replace-one neighbours only (Wang, Balle & Kasiviswanathan 2019); the inner Gaussian's
     multiplier is relative to the **replace-one** sensitivity (2C for a clipped sum).
     """
+
+    syntax = Syntax(
+        "sampled-without-replacement",
+        "A uniform subset of sample_size of dataset_size records (replace-one neighbours only).",
+        (integer("dataset_size"), integer("sample_size"), MECHANISM),
+    )
 
     dataset_size: int
     sample_size: int
@@ -138,6 +235,8 @@ class ComposedEvent(DpEvent):
 class PureDpEvent(DpEvent):
     """A mechanism that is ε-DP (pure differential privacy)."""
 
+    syntax = Syntax("pure", "Any ε-DP release.", (number("epsilon"),))
+
     epsilon: float
 
     def __post_init__(self) -> None:
@@ -151,6 +250,12 @@ class RandomizedResponseEvent(DpEvent):
 
     It is ε-DP with ε = log(1 + k(1 − p)/p) (the ratio (1 − p + p/k)/(p/k)) under a change of one record's value;
     the accountants treat it as that pure-ε release (exact for k = 2, an upper bound for k > 2)."""
+
+    syntax = Syntax(
+        "randomized-response",
+        "k-ary randomized response: with probability noise_parameter a uniformly random bucket, else the true one.",
+        (number("noise_parameter"), integer("num_buckets", minimum=2)),
+    )
 
     noise_parameter: float
     num_buckets: int
@@ -187,6 +292,8 @@ class BoundedRangeEvent(DpEvent):
 @dataclass(frozen=True)
 class ZCdpEvent(DpEvent):
     """A mechanism that is (ξ, ρ)-zCDP: RDP ε(α) ≤ ξ + ρα for every α > 1 (Bun & Steinke 2016)."""
+
+    syntax = Syntax("zcdp", "Any ρ-zCDP release.", (number("rho"),))
 
     rho: float
     xi: float = 0.0

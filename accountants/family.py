@@ -30,16 +30,12 @@ from .errors import ParameterError, UnsupportedAccountantError
 from .knobs import KNOBS, calibrate_integer
 from .params import ParamsModel, parse_params
 from .plans import MechanismPlan
-from .reports import AccountantResult, CalibrationReport, PrivacyReport, UtilityReport, calibration_of
+from .reports import ACCOUNTANT_NAMES, AccountantResult, CalibrationReport, PrivacyReport, UtilityReport, calibration_of
 from .statement import privacy_statement
 from .verification import simulator_for
 
 if TYPE_CHECKING:
     from .verification import Simulator
-
-ACCOUNTANT_NAMES: tuple[str, ...] = ("best", "rdp", "tight", "paper")
-"""``best``: the minimum over the valid accountants; ``rdp``: Rényi curve + improved conversion; ``tight``: numerically
-tight accounting of the same mechanism; ``paper``: the paper's own statement, as printed."""
 
 P = TypeVar("P", bound=ParamsModel)
 """A family's parameter model."""

@@ -26,7 +26,16 @@ from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, Priva
 from .params import ParamsModel
 from .plan_accounting import account_plan, calibrate_plan
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
-from .reports import Accounted, CalibrationReport, Conventions, Noise, PrivacyReport, UtilityReport, choose_accountant
+from .reports import (
+    PLAN_ACCOUNTANTS,
+    Accounted,
+    CalibrationReport,
+    Conventions,
+    Noise,
+    PrivacyReport,
+    UtilityReport,
+    choose_accountant,
+)
 
 COST_DELTA = 1e-5
 """δ at which the plan's shape is read to price a request (the shape does not depend on δ)."""
@@ -36,7 +45,7 @@ class PlannedFamily(AlgorithmFamily[P]):
     """A family whose privacy is that of its :meth:`plan`; subclasses add wording and utility."""
 
     knob: ClassVar[Knob] = NOISE_MULTIPLIER
-    accountants: ClassVar[tuple[str, ...]] = ("rdp", "tight")
+    accountants: ClassVar[tuple[str, ...]] = PLAN_ACCOUNTANTS
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -129,7 +129,11 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--target-epsilon", type=float, required=True)
         if name != "utility":
             command.add_argument("--delta", type=float, required=True)
-            command.add_argument("--accountant", default="best", choices=("best", "rdp", "tight", "paper"))
+            command.add_argument(
+                "--accountant",
+                default="best",
+                help="best (default) or one the algorithm offers (`dpcal algorithms`); the server checks the name",
+            )
             command.add_argument("--orders", help="comma-separated Rényi orders")
         if name in ("privacy", "statement"):
             command.add_argument("--no-refine", action="store_true", help="grid orders only (as dp_accounting)")

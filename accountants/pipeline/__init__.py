@@ -7,7 +7,7 @@
 """
 
 from .compose import ACCOUNTANTS, COMPOSE, Composition, calibrate, cost, privacy
-from .grammar import MAX_DEPTH, MAX_NODES, MAX_RELEASES, TYPES, read_tree
+from .grammar import MAX_DEPTH, MAX_NODES, MAX_RELEASES, node_syntax, read_tree
 
 __all__ = [
     "ACCOUNTANTS",
@@ -15,10 +15,10 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_NODES",
     "MAX_RELEASES",
-    "TYPES",
     "Composition",
     "calibrate",
     "cost",
+    "node_syntax",
     "privacy",
     "read_tree",
 ]

@@ -32,6 +32,7 @@ from ..plan_accounting import account_plan, calibrate_plan
 from ..plans import Knob, MechanismPlan
 from ..rdp import Neighbouring
 from ..reports import (
+    PLAN_ACCOUNTANTS,
     Accounted,
     CalibrationReport,
     Conventions,
@@ -45,7 +46,7 @@ from .pointer import number_at, tokens, with_number
 
 COMPOSE = "compose"
 """The ``algorithm`` of a composition's answer."""
-ACCOUNTANTS = ("best", "rdp", "tight")
+ACCOUNTANTS = ("best", *PLAN_ACCOUNTANTS)
 NOISE_DEFINITION = (
     "each node's noise_multiplier is its noise over its sensitivity under the neighbouring relation in force: the "
     "Gaussian's std over the L2 sensitivity, the Laplace scale over the L1 sensitivity; inside poisson-sampled, over "

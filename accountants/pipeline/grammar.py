@@ -1,24 +1,10 @@
 """The JSON event grammar of ``/v1/compose``: a tree of objects with a ``type``, read into a
 :class:`~accountants.events.DpEvent` tree with every error naming its JSON path.
 
-=================================  ==========================================================================
-``type``                           fields
-=================================  ==========================================================================
-``gaussian``                       ``noise_multiplier`` z: noise std / L2 sensitivity
-``laplace``                        ``noise_multiplier`` b: noise scale / L1 sensitivity
-``randomized-response``            ``noise_parameter`` p ∈ (0, 1], ``num_buckets`` k ≥ 2
-``pure``                           ``epsilon`` ε ≥ 0 (any ε-DP release)
-``zcdp``                           ``rho`` ρ ≥ 0 (any ρ-zCDP release)
-``poisson-sampled``                ``sampling_rate`` q ∈ (0, 1], ``mechanism``
-``sampled-without-replacement``    ``dataset_size`` n, ``sample_size`` m ≤ n, ``mechanism``
-``truncated-poisson-sampled``      ``dataset_size`` n, ``sampling_rate`` q, ``max_batch_size`` B, ``mechanism`` (a
-                                   Gaussian: Poisson sampling, the batch cut to B; add-remove only)
-``shuffled``, ``balls-in-bins``    ``epochs`` E, ``mechanism``: a loader that puts each record in exactly one batch
-                                   per epoch; accounted as E runs of ``mechanism`` (no amplification claimed)
-``repeated``                       ``count`` k, ``mechanism`` (run k times, adaptively)
-``sequence``                       ``mechanisms``: a list of events, run in order
-``algorithm``                      ``algorithm`` (a registered id), ``params``: that family's mechanism plan
-=================================  ==========================================================================
+Each event a request may write declares its form once, beside its fields in :mod:`accountants.events` (its
+``syntax``, e.g. ``gaussian`` or ``poisson-sampled``); this module adds the compositions
+(:data:`COMPOSITIONS`: ``shuffled`` and ``balls-in-bins`` loaders accounted as one run per epoch, ``repeated``,
+``sequence``, ``algorithm``) and reads both; the HTTP schema is built from the same declarations (:func:`node_syntax`).
 
 A tree is bounded: at most :data:`MAX_DEPTH` levels, :data:`MAX_NODES` nodes and :data:`MAX_RELEASES` releases in
 all; beyond, the error names the limit. An ``algorithm`` node is the family's plan at its parameters (noise
@@ -36,17 +22,15 @@ from typing import Any, TypeVar
 from .. import validation as check
 from ..errors import FieldIssue, ParameterError, UnknownAlgorithmError
 from ..events import (
+    DECLARED,
+    MECHANISM,
     ComposedEvent,
     DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledEvent,
-    PureDpEvent,
-    RandomizedResponseEvent,
-    SampledWithoutReplacementEvent,
+    FieldKind,
     SelfComposedEvent,
-    TruncatedPoissonSampledEvent,
-    ZCdpEvent,
+    Syntax,
+    SyntaxField,
+    integer,
     release_count,
 )
 from ..rdp import Neighbouring
@@ -60,23 +44,37 @@ MAX_RELEASES = 10**9
 
 Path = tuple[str | int, ...]
 
-FIELDS: Mapping[str, tuple[str, ...]] = {
-    "gaussian": ("noise_multiplier",),
-    "laplace": ("noise_multiplier",),
-    "randomized-response": ("noise_parameter", "num_buckets"),
-    "pure": ("epsilon",),
-    "zcdp": ("rho",),
-    "poisson-sampled": ("sampling_rate", "mechanism"),
-    "sampled-without-replacement": ("dataset_size", "sample_size", "mechanism"),
-    "truncated-poisson-sampled": ("dataset_size", "sampling_rate", "max_batch_size", "mechanism"),
-    "shuffled": ("epochs", "mechanism"),
-    "balls-in-bins": ("epochs", "mechanism"),
-    "repeated": ("count", "mechanism"),
-    "sequence": ("mechanisms",),
-    "algorithm": ("algorithm", "params"),
-}
-"""Every node type and its fields (all required; ``params`` of an algorithm defaults to {})."""
-TYPES = tuple(FIELDS)
+COMPOSITIONS: tuple[Syntax, ...] = (
+    Syntax(
+        "shuffled",
+        "A shuffling loader over epochs: each record in exactly one batch per epoch; accounted as one run of "
+        "mechanism per epoch (no amplification claimed).",
+        (integer("epochs"), MECHANISM),
+    ),
+    Syntax(
+        "balls-in-bins",
+        "Random allocation over epochs: each record in one uniformly random batch per epoch; accounted as one run of "
+        "mechanism per epoch (no amplification claimed).",
+        (integer("epochs"), MECHANISM),
+    ),
+    Syntax("repeated", "mechanism run count times, adaptively.", (integer("count"), MECHANISM)),
+    Syntax("sequence", "mechanisms run in order.", (SyntaxField("mechanisms", FieldKind.EVENTS),)),
+    Syntax(
+        "algorithm",
+        "A registered algorithm's mechanism plan at params (noise included; see GET /v1/algorithms).",
+        (SyntaxField("algorithm", FieldKind.STRING), SyntaxField("params", FieldKind.OBJECT)),
+    ),
+)
+"""The grammar's own nodes, which compose events rather than declare one: loaders without amplification,
+repetition, sequences and registered algorithms' plans."""
+
+
+def node_syntax() -> dict[str, Syntax]:
+    """Every node type of the grammar: the events that declare a :class:`~accountants.events.Syntax` (read when
+    asked, so an event declared later is readable), then the compositions (all fields required; ``params`` of an
+    algorithm defaults to {})."""
+    declared = {name: event.syntax for name, event in DECLARED.items() if event.syntax is not None}
+    return declared | {syntax.name: syntax for syntax in COMPOSITIONS}
 
 
 @dataclass(frozen=True)
@@ -130,10 +128,11 @@ class _Reader:
         if not isinstance(value, Mapping):
             raise _issue(path, "must be an event: a JSON object with a 'type'", "an object with 'type'", value)
         kind = value.get("type")
-        if not isinstance(kind, str) or kind not in FIELDS:
+        syntax = node_syntax()
+        if not isinstance(kind, str) or kind not in syntax:
             message = "is required" if kind is None else f"unknown event type {kind!r}"
-            raise _issue((*path, "type"), message, "one of: " + ", ".join(TYPES), kind)
-        allowed = FIELDS[kind]
+            raise _issue((*path, "type"), message, "one of: " + ", ".join(syntax), kind)
+        allowed = [f.name for f in syntax[kind].fields]
         extra = [k for k in value if k != "type" and k not in allowed]
         if extra:
             raise _issue((*path, extra[0]), f"is not a field of a {kind} event", "fields: " + ", ".join(allowed))
@@ -146,31 +145,8 @@ class _Reader:
         return event
 
     def _event(self, kind: str, v: Mapping[str, Any], path: Path, depth: int, multiplicity: int) -> DpEvent:
-        if kind == "gaussian":
-            return _located(path, lambda: GaussianEvent(v["noise_multiplier"]))
-        if kind == "laplace":
-            return _located(path, lambda: LaplaceEvent(v["noise_multiplier"]))
-        if kind == "randomized-response":
-            return _located(path, lambda: RandomizedResponseEvent(v["noise_parameter"], v["num_buckets"]))
-        if kind == "pure":
-            return _located(path, lambda: PureDpEvent(v["epsilon"]))
-        if kind == "zcdp":
-            return _located(path, lambda: ZCdpEvent(v["rho"]))
-        if kind == "poisson-sampled":
-            rate = _located(path, lambda: check.probability("sampling_rate", v["sampling_rate"]))
-            inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity)
-            return PoissonSampledEvent(rate, inner)
-        if kind == "sampled-without-replacement":
-            n = _located(path, lambda: check.positive_int("dataset_size", v["dataset_size"]))
-            m = _located(path, lambda: check.positive_int("sample_size", v["sample_size"], maximum=n))
-            inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity)
-            return SampledWithoutReplacementEvent(n, m, inner)
-        if kind == "truncated-poisson-sampled":
-            n = _located(path, lambda: check.positive_int("dataset_size", v["dataset_size"]))
-            rate = _located(path, lambda: check.probability("sampling_rate", v["sampling_rate"]))
-            cap = _located(path, lambda: check.positive_int("max_batch_size", v["max_batch_size"]))
-            inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity)
-            return _located(path, lambda: TruncatedPoissonSampledEvent(n, rate, cap, inner))
+        if kind in DECLARED:
+            return self._declared(DECLARED[kind], v, path, depth, multiplicity)
         if kind in ("shuffled", "balls-in-bins"):
             epochs = _located(path, lambda: check.positive_int("epochs", v["epochs"], maximum=MAX_RELEASES))
             inner = self.node(v["mechanism"], (*path, "mechanism"), depth + 1, multiplicity * epochs)
@@ -186,6 +162,30 @@ class _Reader:
         if kind == "sequence":
             return self._sequence(v["mechanisms"], (*path, "mechanisms"), depth, multiplicity)
         return self._algorithm(v, path, multiplicity)
+
+    def _declared(
+        self, event: type[DpEvent], v: Mapping[str, Any], path: Path, depth: int, multiplicity: int
+    ) -> DpEvent:
+        """An event read from its declared syntax: nested mechanisms first, then the event, which checks its values
+        (each error under this node's path, at the field's JSON name)."""
+        syntax = event.syntax
+        assert syntax is not None  # DECLARED holds only events with a syntax
+        arguments = {
+            f.target: self.node(v[f.name], (*path, f.name), depth + 1, multiplicity)
+            if f.kind is FieldKind.EVENT
+            else v[f.name]
+            for f in syntax.fields
+        }
+        try:
+            return event(**arguments)
+        except ParameterError as error:
+            issues = [
+                FieldIssue((syntax.field_named(str(i.loc[0])), *i.loc[1:]), i.message, i.allowed, i.value)
+                if i.loc
+                else i
+                for i in error.issues
+            ]
+            raise ParameterError([_under(path, issue) for issue in issues]) from None
 
     def _sequence(self, items: object, path: Path, depth: int, multiplicity: int) -> DpEvent:
         if not isinstance(items, Sequence) or isinstance(items, str | bytes) or not items:

@@ -3,97 +3,59 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from accountants.pipeline import MAX_DEPTH, MAX_NODES, MAX_RELEASES
+from accountants.events import FieldKind, Syntax, SyntaxField
+from accountants.pipeline import ACCOUNTANTS, MAX_DEPTH, MAX_NODES, MAX_RELEASES, node_syntax
 
 from .common import Strict
 from .requests import PRIVACY_FIELDS, STATEMENT_FIELD, Checkpoints, Orders
 
+if TYPE_CHECKING:
+    ComposeAccountant = str
+else:  # the accountants of a composition, from the library's one list (best and the plan accountants)
+    ComposeAccountant = Literal[ACCOUNTANTS]
+
 _EVENT_REF = {"type": "object", "description": "An event (this same grammar, nested)."}
-_NUMBER = {"type": "number"}
 
 
-def _variant(kind: str, description: str, **properties: Any) -> dict[str, Any]:
+def _field_schema(field: SyntaxField) -> dict[str, Any]:
+    if field.kind is FieldKind.EVENT:
+        return _EVENT_REF
+    if field.kind is FieldKind.EVENTS:
+        return {"type": "array", "items": _EVENT_REF}
+    if field.kind is FieldKind.INTEGER and field.minimum is not None:
+        return {"type": "integer", "minimum": field.minimum}
+    return {"type": field.kind.value}
+
+
+def _variant(syntax: Syntax) -> dict[str, Any]:
+    """One node type's schema, from its declaration (:func:`accountants.pipeline.node_syntax`)."""
     return {
         "type": "object",
-        "title": kind,
-        "description": description,
-        "properties": {"type": {"const": kind}, **properties},
-        "required": ["type", *(p for p in properties if p != "params")],
+        "title": syntax.name,
+        "description": syntax.description,
+        "properties": {"type": {"const": syntax.name}, **{f.name: _field_schema(f) for f in syntax.fields}},
+        "required": ["type", *(f.name for f in syntax.fields if f.name != "params")],
         "additionalProperties": False,
     }
 
 
-EVENT_SCHEMA: dict[str, Any] = {
-    "title": "Event",
-    "description": (
-        "A mechanism as a JSON tree with a `type` (dp_accounting's DpEvent grammar). At most "
-        f"{MAX_DEPTH} levels, {MAX_NODES} nodes and {MAX_RELEASES:.0e} releases; every error names its JSON path."
-    ),
-    "oneOf": [
-        _variant(
-            "gaussian", "One Gaussian release; noise_multiplier = std / L2 sensitivity.", noise_multiplier=_NUMBER
+def event_schema() -> dict[str, Any]:
+    """The JSON schema of an event tree: one variant per node type the grammar reads."""
+    return {
+        "title": "Event",
+        "description": (
+            "A mechanism as a JSON tree with a `type` (dp_accounting's DpEvent grammar). At most "
+            f"{MAX_DEPTH} levels, {MAX_NODES} nodes and {MAX_RELEASES:.0e} releases; every error names its JSON path."
         ),
-        _variant(
-            "laplace", "One Laplace release; noise_multiplier = scale / L1 sensitivity.", noise_multiplier=_NUMBER
-        ),
-        _variant(
-            "randomized-response",
-            "k-ary randomized response: with probability noise_parameter a uniformly random bucket, else the true one.",
-            noise_parameter=_NUMBER,
-            num_buckets={"type": "integer", "minimum": 2},
-        ),
-        _variant("pure", "Any ε-DP release.", epsilon=_NUMBER),
-        _variant("zcdp", "Any ρ-zCDP release.", rho=_NUMBER),
-        _variant(
-            "poisson-sampled",
-            "Each record included independently with probability sampling_rate; mechanism runs on the sample.",
-            sampling_rate=_NUMBER,
-            mechanism=_EVENT_REF,
-        ),
-        _variant(
-            "sampled-without-replacement",
-            "A uniform subset of sample_size of dataset_size records (replace-one neighbours only).",
-            dataset_size={"type": "integer"},
-            sample_size={"type": "integer"},
-            mechanism=_EVENT_REF,
-        ),
-        _variant(
-            "truncated-poisson-sampled",
-            "Poisson sampling at sampling_rate from dataset_size records, the batch cut to a uniformly random "
-            "max_batch_size records where larger (add-remove neighbours only; mechanism: a Gaussian).",
-            dataset_size={"type": "integer"},
-            sampling_rate=_NUMBER,
-            max_batch_size={"type": "integer"},
-            mechanism=_EVENT_REF,
-        ),
-        _variant(
-            "shuffled",
-            "A shuffling loader over epochs: each record in exactly one batch per epoch; accounted as one run of "
-            "mechanism per epoch (no amplification claimed).",
-            epochs={"type": "integer"},
-            mechanism=_EVENT_REF,
-        ),
-        _variant(
-            "balls-in-bins",
-            "Random allocation over epochs: each record in one uniformly random batch per epoch; accounted as one "
-            "run of mechanism per epoch (no amplification claimed).",
-            epochs={"type": "integer"},
-            mechanism=_EVENT_REF,
-        ),
-        _variant("repeated", "mechanism run count times, adaptively.", count={"type": "integer"}, mechanism=_EVENT_REF),
-        _variant("sequence", "mechanisms run in order.", mechanisms={"type": "array", "items": _EVENT_REF}),
-        _variant(
-            "algorithm",
-            "A registered algorithm's mechanism plan at params (noise included; see GET /v1/algorithms).",
-            algorithm={"type": "string"},
-            params={"type": "object"},
-        ),
-    ],
-}
+        "oneOf": [_variant(syntax) for syntax in node_syntax().values()],
+    }
+
+
+EVENT_SCHEMA = event_schema()
 
 Event = Annotated[dict[str, Any], WithJsonSchema(EVENT_SCHEMA)]
 
@@ -128,7 +90,7 @@ class ComposeRequest(Strict):
 
     mechanism: Event = Field(description="The mechanism: an event tree.", examples=[EXAMPLE_MECHANISM])
     delta: float = PRIVACY_FIELDS["delta"][1]
-    accountant: Literal["best", "rdp", "tight"] = Field(
+    accountant: ComposeAccountant = Field(
         "best",
         description="best (the smaller certified answer; default), rdp (Rényi curve, improved conversion), tight "
         "(exact Gaussian DP for trees of Gaussians, else the certified PLD accountant where it reads the tree).",

@@ -19,6 +19,7 @@ from ...params import ParamsModel
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
+    PLAN_ACCOUNTANTS,
     AccountantResult,
     Accounted,
     CalibrationReport,
@@ -47,7 +48,7 @@ class DpSgd(AlgorithmFamily[DpSgdParams]):
     id = ALGORITHM_ID
     card = Card.load(__file__, ALGORITHM_ID)
     params_model = DpSgdParams
-    accountants = ("rdp", "tight")
+    accountants = PLAN_ACCOUNTANTS
     noise_fields = ("noise_multiplier", "noise_std")
     example_target_epsilon = 3.0  # MNIST at ε = 3, the figure dp_accounting's and opacus' users compare with
     integer_knobs = MappingProxyType({"steps": ("epochs",), "epochs": ("steps",), "batch_size": ()})
