@@ -178,68 +178,89 @@ def paper_split(p: BilevelParams, target: float, delta: float, mode: str) -> Pap
     Lemma 2.1 giving exactly ε over T steps, then ε_it/3 per mechanism); a given inner_noise_multiplier is kept and the
     outer release gets what is left of ε_it."""
     split = delta_split(p, delta)
-    q_in, q_out = sampling_rates(p)
-    k, t = p.inner_total, p.steps
     if mode == "printed":
-        per_iteration = target / math.sqrt(2.0 * t)
+        per_iteration = target / math.sqrt(2.0 * p.steps)
     else:
-        per_iteration = advanced_composition_inverse(target, split.iteration, t)
+        per_iteration = advanced_composition_inverse(target, split.iteration, p.steps)
     problems: list[str] = []
     if not per_iteration < 1.0:
         problems.append(f"Lemma 2.1 needs ε₀ < 1, but the per-step budget is ε_it = {per_iteration:.6g}")
-    inner_budget: float | None
-    inner_step: float | None
+    inner = _inner_split(p, split, per_iteration, problems)
+    z, outer_gaussian = _outer_multiplier(p, split, per_iteration, inner.outer_budget, problems)
+    return PaperSplit(
+        mode,
+        per_iteration,
+        inner.outer_budget,
+        inner.budget,
+        inner.step,
+        z,
+        inner.multiplier,
+        outer_gaussian,
+        inner.gaussian,
+        tuple(problems),
+    )
+
+
+@dataclass(frozen=True)
+class _InnerSplit:
+    """The inner solves' share of a step's budget: each solve's ε and each gradient step's (None where the inner
+    multiplier is given), the inner Gaussian's ε̃ and multiplier, and what is left for the outer release."""
+
+    budget: float | None
+    step: float | None
+    gaussian: float
+    multiplier: float
+    outer_budget: float
+
+
+def _inner_split(p: BilevelParams, split: DeltaSplit, per_iteration: float, problems: list[str]) -> _InnerSplit:
+    """ε_it/3 per inner solve (Lemma 2.1 inverted over its K steps, then amplification and Lemma 2.2 inverted); a
+    given inner_noise_multiplier is kept and the outer release gets ε_it less the two solves."""
+    q_in, _ = sampling_rates(p)
+    k = p.inner_total
     if p.inner_noise_multiplier is None:
         solve_budget = per_iteration / 3.0
-        outer_budget = per_iteration / 3.0
         step = advanced_composition_inverse(solve_budget, split.inner_step, k)
-        inner_budget, inner_step = solve_budget, step
         inner_gaussian = amplify_inverse(step, q_in)
         z_in = classic_gaussian_multiplier(inner_gaussian, split.inner_gaussian)
+        inner = _InnerSplit(solve_budget, step, inner_gaussian, z_in, per_iteration / 3.0)
     else:
         z_in = p.inner_noise_multiplier
-        inner_budget = inner_step = None
         inner_gaussian = classic_gaussian_epsilon(z_in, split.inner_gaussian)
         solve = advanced_composition(amplify(inner_gaussian, q_in), split.inner_step, k)
-        outer_budget = per_iteration - 2.0 * solve
+        inner = _InnerSplit(None, None, inner_gaussian, z_in, per_iteration - 2.0 * solve)
     if not inner_gaussian < 1.0:
         if p.inner_noise_multiplier is not None:
             problems.append(
                 f"Lemma 2.2 needs ε < 1, but the given inner_noise_multiplier gives ε̃ = {inner_gaussian:.6g}"
             )
         else:
-            smallest = f" (inner batch below {minimum_batch(p, inner_step)})" if p.mini and inner_step else ""
+            smallest = f" (inner batch below {minimum_batch(p, inner.step)})" if p.mini and inner.step else ""
             problems.append(
                 f"Lemma 2.2 needs ε < 1, but the inner gradient steps' Gaussian would need ε̃ = {inner_gaussian:.6g}"
                 + smallest
             )
-    z: float | None = None
-    outer_gaussian: float | None = None
+    return inner
+
+
+def _outer_multiplier(
+    p: BilevelParams, split: DeltaSplit, per_iteration: float, outer_budget: float, problems: list[str]
+) -> tuple[float | None, float | None]:
+    """The outer release's multiplier and Gaussian ε̃ for its budget (None where no budget is left)."""
     if outer_budget <= 0.0:
         problems.append(
             f"the inner solves alone use {per_iteration - outer_budget:.6g} of the per-step budget ε_it = "
             f"{per_iteration:.6g}: no budget is left for the outer release"
         )
-    else:
-        outer_gaussian = amplify_inverse(outer_budget, q_out)
-        if not outer_gaussian < 1.0:
-            problems.append(
-                f"Lemma 2.2 needs ε < 1, but the outer release's Gaussian would need ε̃ = {outer_gaussian:.6g}"
-                + (f" (outer batch below {minimum_batch(p, outer_budget)})" if p.mini else "")
-            )
-        z = classic_gaussian_multiplier(outer_gaussian, split.outer_gaussian)
-    return PaperSplit(
-        mode,
-        per_iteration,
-        outer_budget,
-        inner_budget,
-        inner_step,
-        z,
-        z_in,
-        outer_gaussian,
-        inner_gaussian,
-        tuple(problems),
-    )
+        return None, None
+    _, q_out = sampling_rates(p)
+    outer_gaussian = amplify_inverse(outer_budget, q_out)
+    if not outer_gaussian < 1.0:
+        problems.append(
+            f"Lemma 2.2 needs ε < 1, but the outer release's Gaussian would need ε̃ = {outer_gaussian:.6g}"
+            + (f" (outer batch below {minimum_batch(p, outer_budget)})" if p.mini else "")
+        )
+    return classic_gaussian_multiplier(outer_gaussian, split.outer_gaussian), outer_gaussian
 
 
 def _safe_split(p: BilevelParams, target: float, delta: float, mode: str) -> PaperSplit:

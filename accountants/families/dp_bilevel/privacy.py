@@ -4,7 +4,7 @@ one's calibration of the outer multiplier."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -153,79 +153,81 @@ def _calibration_results(
 ) -> list[AccountantResult]:
     """Each accountant's smallest outer multiplier z (inner rule z_in = z√K, or the given z_in kept) meeting the target;
     the paper's is the corrected split's."""
-    results: list[AccountantResult] = []
-    fixed = p.inner_noise_multiplier
-    k, t = p.inner_total, p.steps
-    with_replacement = p.mini and p.batch_sampling == "with-replacement"
+    if p.mini and p.batch_sampling == "with-replacement":
+        results = [AccountantResult.not_applicable(name, _WITH_REPLACEMENT) for name in ("tight", "rdp")]
+    elif p.mini:
+        rdp = _mini_batch_rdp(p, target, d, grid, corrected)
+        results = [AccountantResult.not_applicable("tight", _TIGHT_MINI), rdp]
+    else:
+        results = [_full_batch(p, name, target, d) for name in ("tight", "rdp")]
+    return [*results, _paper_calibration_result(p, target, d, corrected)]
 
-    def solve_full(scale: float, name: str, epsilon_of: Any) -> AccountantResult:
-        # scale is the Gaussian-DP μ² (tight) or 2ρ (rdp) the target allows; μ² = T(2K/z_in² + 1/z²), which is
-        # 3T/z² under the rule z_in = z√K
-        inverse_square = scale / (3.0 * t) if fixed is None else scale / t - 2.0 * k / (fixed * fixed)
-        if not inverse_square > 0.0:
-            return AccountantResult.not_applicable(name, _inner_exhausts(fixed))
-        z = 1.0 / math.sqrt(inverse_square)
-        step = 1e-16
-        while epsilon_of(z) > target:  # rounding (or cancellation with a fixed inner noise): geometric search up
-            z *= 1.0 + step
-            step *= 2.0
-            if z > MAX_MULTIPLIER:
-                reason = _inner_exhausts(fixed) if fixed is not None else _TOO_SMALL.format(target=target, delta=d)
-                return AccountantResult.not_applicable(name, reason)
-        if name == "tight":
-            return gdp.exact_result(math.sqrt(2.0 * _rho(z)), d, _TIGHT_METHOD, noise_multiplier=z)
-        return AccountantResult.certified(
-            name,
-            epsilon_of(z),
-            _RDP_FULL,
-            optimal_order=_finite_order(epsilon_for_linear_rdp(_rho(z), d)[1]),
-            noise_multiplier=z,
+
+def _mini_batch_rdp(
+    p: BilevelParams, target: float, d: float, grid: np.ndarray, corrected: PaperSplit
+) -> AccountantResult:
+    """The rdp calibration of the mini-batch tree (replace-one), started from the corrected split's multiplier."""
+    accountant = RdpAccountant("replace-one")
+    try:
+        found = calibrate_rdp(
+            lambda z: accountant.curve(rdp_event(p, z, inner_multiplier(p, z))),
+            d,
+            target,
+            orders=grid,
+            initial=min(max(corrected.noise_multiplier or 1.0, 1e-4), 1e8),
         )
+    except CalibrationError as error:
+        return AccountantResult.not_applicable("rdp", str(error))
+    except ArithmeticError:
+        return AccountantResult.not_applicable("rdp", _TOO_SMALL.format(target=target, delta=d))
+    return AccountantResult.certified(
+        "rdp",
+        found.conversion.value,
+        _RDP_MINI,
+        optimal_order=found.conversion.optimal_order,
+        noise_multiplier=found.noise,
+    )
 
-    def _rho(z: float) -> float:
+
+def _full_batch(p: BilevelParams, name: str, target: float, d: float) -> AccountantResult:
+    """The full-batch tree is ρ-zCDP: ``tight`` (Gaussian DP, μ² = 2ρ) or ``rdp`` (ρ's linear curve) inverted."""
+
+    def rho(z: float) -> float:
         return full_batch_rho(p, z, inner_multiplier(p, z))
 
-    if with_replacement:
-        results.append(AccountantResult.not_applicable("tight", _WITH_REPLACEMENT))
-        results.append(AccountantResult.not_applicable("rdp", _WITH_REPLACEMENT))
-    elif p.mini:
-        results.append(AccountantResult.not_applicable("tight", _TIGHT_MINI))
-        accountant = RdpAccountant("replace-one")
-        try:
-            found = calibrate_rdp(
-                lambda z: accountant.curve(rdp_event(p, z, inner_multiplier(p, z))),
-                d,
-                target,
-                orders=grid,
-                initial=min(max(corrected.noise_multiplier or 1.0, 1e-4), 1e8),
-            )
-            results.append(
-                AccountantResult.certified(
-                    "rdp",
-                    found.conversion.value,
-                    _RDP_MINI,
-                    optimal_order=found.conversion.optimal_order,
-                    noise_multiplier=found.noise,
-                )
-            )
-        except CalibrationError as error:
-            results.append(AccountantResult.not_applicable("rdp", str(error)))
-        except ArithmeticError:
-            results.append(AccountantResult.not_applicable("rdp", _TOO_SMALL.format(target=target, delta=d)))
-    else:
-        for name in ("tight", "rdp"):
-            try:
-                if name == "tight":
-                    mu = gdp_mu_for(target, d)
-                    results.append(solve_full(mu * mu, name, lambda z: gdp_epsilon(math.sqrt(2.0 * _rho(z)), d)))
-                else:
-                    rho = linear_rdp_for_epsilon(target, d)
-                    results.append(solve_full(2.0 * rho, name, lambda z: epsilon_for_linear_rdp(_rho(z), d)[0]))
-            except (ArithmeticError, ValueError):
-                results.append(AccountantResult.not_applicable(name, _TOO_SMALL.format(target=target, delta=d)))
+    try:
+        if name == "tight":
+            mu = gdp_mu_for(target, d)
+            return _solve_full_batch(p, mu * mu, name, target, d, lambda z: gdp_epsilon(math.sqrt(2.0 * rho(z)), d))
+        scale = 2.0 * linear_rdp_for_epsilon(target, d)
+        return _solve_full_batch(p, scale, name, target, d, lambda z: epsilon_for_linear_rdp(rho(z), d)[0])
+    except (ArithmeticError, ValueError):
+        return AccountantResult.not_applicable(name, _TOO_SMALL.format(target=target, delta=d))
 
-    results.append(_paper_calibration_result(p, target, d, corrected))
-    return results
+
+def _solve_full_batch(
+    p: BilevelParams, scale: float, name: str, target: float, d: float, epsilon_of: Callable[[float], float]
+) -> AccountantResult:
+    """z from ``scale``, the Gaussian-DP μ² (tight) or 2ρ (rdp) the target allows: μ² = T(2K/z_in² + 1/z²), which is
+    3T/z² under the rule z_in = z√K; then a geometric search up where rounding (or cancellation with a fixed inner
+    noise) leaves ε above the target."""
+    fixed, k, t = p.inner_noise_multiplier, p.inner_total, p.steps
+    inverse_square = scale / (3.0 * t) if fixed is None else scale / t - 2.0 * k / (fixed * fixed)
+    if not inverse_square > 0.0:
+        return AccountantResult.not_applicable(name, _inner_exhausts(fixed))
+    z = 1.0 / math.sqrt(inverse_square)
+    step = 1e-16
+    while epsilon_of(z) > target:
+        z *= 1.0 + step
+        step *= 2.0
+        if z > MAX_MULTIPLIER:
+            reason = _inner_exhausts(fixed) if fixed is not None else _TOO_SMALL.format(target=target, delta=d)
+            return AccountantResult.not_applicable(name, reason)
+    rho = full_batch_rho(p, z, inner_multiplier(p, z))
+    if name == "tight":
+        return gdp.exact_result(math.sqrt(2.0 * rho), d, _TIGHT_METHOD, noise_multiplier=z)
+    order = _finite_order(epsilon_for_linear_rdp(rho, d)[1])
+    return AccountantResult.certified(name, epsilon_of(z), _RDP_FULL, optimal_order=order, noise_multiplier=z)
 
 
 _TOO_SMALL = (

@@ -220,19 +220,23 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
     if p.noise_multiplier is None:
         missing.append("the explicit bounds need the noise: give noise_multiplier (or use /v1/calibrate)")
         return []
-    c = _Conditions.of(p)
+    budget = error_budget(p, p.noise_multiplier, inner_multiplier(p, p.noise_multiplier))
+    bounds = [*_inner_error_bounds(p, budget), _hypergradient_error_bound(p, budget)]
+    if p.initial_suboptimality is None:
+        missing.append("the hypergradient bounds need initial_suboptimality (Δ_F)")
+        return bounds
+    return [*bounds, *_output_bounds(p, budget.total)]
+
+
+def _inner_error_bounds(p: BilevelParams, budget: ErrorBudget) -> list[UtilityBound]:
+    """The inner solvers' errors at every outer step (Theorem 8.2, or A.1 with mini-batches)."""
     gamma = p.failure_probability
-    z = p.noise_multiplier
-    budget = error_budget(p, z, inner_multiplier(p, z))
     inner_source = (
         f"{SOURCE}, Theorem {'A.1' if p.mini else '8.2'} (explicit localisation radius; constants "
         "reconstructed from the proof, not printed); union bound over the 2T solves"
     )
     strongly_convex = p.regularization >= 2.0 * p.smoothness_f / p.strong_convexity
-    pieces = f"bias β = {budget.bias:.6g}, noise {budget.noise:.6g}" + (
-        f", batch {budget.sampling:.6g}" if p.mini else ""
-    )
-    bounds = [
+    return [
         UtilityBound.explicit(
             "‖ỹ_t − y*(x_t)‖ at every outer step (inner error of the g problem)",
             budget.inner_g,
@@ -253,30 +257,38 @@ def _explicit_bounds(p: BilevelParams, missing: list[str]) -> list[UtilityBound]
             ),
             applicable=strongly_convex,
         ),
-        UtilityBound.explicit(
-            f"D = max_t ‖g̃_t − ∇L*_λ(x_t)‖, the hypergradient error ({pieces})",
-            budget.total,
-            f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration"
-            + (
-                ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, printed 1/b_out)" if p.mini else ""
-            ),
-            (c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
-            applicable=bool(c.lam_ok.holds),
-        ),
     ]
-    if p.initial_suboptimality is None:
-        missing.append("the hypergradient bounds need initial_suboptimality (Δ_F)")
-        return bounds
-    value = explicit_bound(p, budget.total)
+
+
+def _hypergradient_error_bound(p: BilevelParams, budget: ErrorBudget) -> UtilityBound:
+    """D, the hypergradient error (Lemma 4.4 with the inner radii)."""
+    c = _Conditions.of(p)
+    pieces = f"bias β = {budget.bias:.6g}, noise {budget.noise:.6g}" + (
+        f", batch {budget.sampling:.6g}" if p.mini else ""
+    )
+    batch = ", Pinelis' inequality for the outer batch (Lemma 8.8 with 1/√b_out, printed 1/b_out)" if p.mini else ""
+    return UtilityBound.explicit(
+        f"D = max_t ‖g̃_t − ∇L*_λ(x_t)‖, the hypergradient error ({pieces})",
+        budget.total,
+        f"{SOURCE}, Lemma 4.4 (deterministic first step) with the inner radii, Gaussian norm concentration" + batch,
+        (c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {p.failure_probability:g}", True)),
+        applicable=bool(c.lam_ok.holds),
+    )
+
+
+def _output_bounds(p: BilevelParams, error: float) -> list[UtilityBound]:
+    """The projected hypergradients at the output (Proposition 4.6), given D = ``error`` and Δ_F."""
+    assert p.initial_suboptimality is not None  # checked by the caller
+    c = _Conditions.of(p)
+    value = explicit_bound(p, error)
     gap = p.initial_suboptimality + penalty_gap(p)
     return [
-        *bounds,
         UtilityBound.explicit(
             f"‖G_{{L*_λ,η}}(x_out)‖ ≤ 4D + √(12·L·Δ_λ/T), L = 1/(2η) = {1.0 / (2.0 * p.stepsize):.6g}, "
             f"Δ_λ ≤ Δ_F + (L₀^f)²/(2λμ_g) = {gap:.6g}: projected penalty hypergradient at the output",
             value,
             f"{SOURCE}, Proposition 4.6 (deterministic form), Lemma 2.4, Lemma 4.3(i) made explicit",
-            (c.step_ok, c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {gamma:g}", True)),
+            (c.step_ok, c.lam_ok, c.clip_ok, Assumption(f"holds w.p. ≥ 1 − γ, γ = {p.failure_probability:g}", True)),
             applicable=bool(c.lam_ok.holds),
         ),
         UtilityBound.rate(

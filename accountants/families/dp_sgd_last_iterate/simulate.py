@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -49,54 +50,16 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
     def plan(self, job: Job[LastIterateParams, LastIterateProblem]) -> Plan:
         from ...mechanisms.gaussian import gdp_epsilon
 
-        p, pr, delta, checks, trials, seed = job.params, job.problem, job.delta, job.checks, job.trials, job.seed
+        p, pr, delta, checks = job.params, job.problem, job.delta, job.checks
         report = job.privacy()
         z = report.required_noise.noise_multiplier
         steps = report.conventions.steps
-        ell = p.steps_per_pass
         sigma = p.stepsize * z * p.clip_norm / p.batch_size
-        resolved: dict[str, Any] = {"kind": pr.kind, "steps": steps, "noise_std": sigma}
-        prediction = None
-        if pr.kind == "linear-gaussian":
-            a = pr.curvature if pr.curvature is not None else (p.smoothness if p.smoothness > 0 else -p.weak_convexity)
-            if max(0.0, a) > p.smoothness * (1 + 1e-12) or max(0.0, -a) > p.weak_convexity * (1 + 1e-12):
-                raise ParameterError.single(
-                    "problem.curvature",
-                    "must respect the declared constants",
-                    "max(0, a) ≤ smoothness and "
-                    f"max(0, −a) ≤ weak_convexity, i.e. a in [{-p.weak_convexity:g}, {p.smoothness:g}]",
-                    a,
-                )
-            if job.utility and a <= 0:
-                raise ParameterError.single(
-                    "problem.curvature",
-                    "the utility check needs a convex instance (a > 0: a finite minimiser)",
-                    "> 0",
-                    a,
-                )
-            records = _linear_records(seed, p.dataset_size, p.clip_norm)
-            slot, shift = _worst_slot(a, p.stepsize, p.clip_norm, p.batch_size, ell, steps)
-            sd = sigma * math.sqrt(_geometric(1.0 - p.stepsize * a, steps))
-            exact = gdp_epsilon(abs(shift) / sd, delta)
-            resolved |= {"curvature": a, "slot": slot, "records_mean": float(records.mean())}
-            if job.utility:
-                prediction = _linear_expected_excess(a, p, steps, records, sd)
-            work = trials * steps * 4.0
-        else:
-            slot, uses = 0, -(-steps // ell)
-            exact = gdp_epsilon(
-                2.0 * p.stepsize * p.clip_norm / p.batch_size * uses / (sigma * math.sqrt(steps)), delta
-            )
-            resolved |= {
-                "dimension": pr.dimension,
-                "records": p.dataset_size,
-                "slot": 0,
-                "canary": "gradient canary on a coordinate no other record uses",
-            }
-            if job.utility:
-                features, labels = _logistic_features(seed, p.dataset_size, pr.dimension)
-                resolved["optimal_loss"] = logistic_optimum(features, labels)
-            work = trials * steps * (4.0 + 2.0 * p.batch_size * pr.dimension)
+        setup = _linear_instance if pr.kind == "linear-gaussian" else _logistic_instance
+        instance = setup(job, sigma, steps)
+        resolved: dict[str, Any] = {"kind": pr.kind, "steps": steps, "noise_std": sigma} | instance.resolved
+        prediction, work = instance.prediction, instance.work
+        exact = gdp_epsilon(instance.mu, delta)
         return job.plan(
             report,
             params=p.model_dump() | {"noise_multiplier": z, "noise_std": None},
@@ -231,3 +194,57 @@ def _run_logistic(
 
 
 register_simulator(ALGORITHM_ID, LastIterateSimulator())
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """A simulated instance: what it resolves (shown in the job), the μ of its last iterate's Gaussian, the predicted
+    excess loss (utility checks of the linear instance) and the work estimate."""
+
+    resolved: dict[str, Any]
+    mu: float
+    prediction: float | None
+    work: float
+
+
+def _linear_instance(job: Job[LastIterateParams, LastIterateProblem], sigma: float, steps: int) -> _Instance:
+    """The 1-d quadratic φ(x) = a·x²/2 − b·x: its curvature checked against the declared constants, the worst slot
+    of the differing record, the exact last-iterate Gaussian and its expected excess loss."""
+    p, pr = job.params, job.problem
+    a = pr.curvature if pr.curvature is not None else (p.smoothness if p.smoothness > 0 else -p.weak_convexity)
+    if max(0.0, a) > p.smoothness * (1 + 1e-12) or max(0.0, -a) > p.weak_convexity * (1 + 1e-12):
+        raise ParameterError.single(
+            "problem.curvature",
+            "must respect the declared constants",
+            "max(0, a) ≤ smoothness and "
+            f"max(0, −a) ≤ weak_convexity, i.e. a in [{-p.weak_convexity:g}, {p.smoothness:g}]",
+            a,
+        )
+    if job.utility and a <= 0:
+        raise ParameterError.single(
+            "problem.curvature", "the utility check needs a convex instance (a > 0: a finite minimiser)", "> 0", a
+        )
+    records = _linear_records(job.seed, p.dataset_size, p.clip_norm)
+    slot, shift = _worst_slot(a, p.stepsize, p.clip_norm, p.batch_size, p.steps_per_pass, steps)
+    sd = sigma * math.sqrt(_geometric(1.0 - p.stepsize * a, steps))
+    prediction = _linear_expected_excess(a, p, steps, records, sd) if job.utility else None
+    resolved = {"curvature": a, "slot": slot, "records_mean": float(records.mean())}
+    return _Instance(resolved, abs(shift) / sd, prediction, job.trials * steps * 4.0)
+
+
+def _logistic_instance(job: Job[LastIterateParams, LastIterateProblem], sigma: float, steps: int) -> _Instance:
+    """Logistic regression with a gradient canary on a coordinate no other record uses (slot 0)."""
+    p, pr = job.params, job.problem
+    uses = -(-steps // p.steps_per_pass)
+    mu = 2.0 * p.stepsize * p.clip_norm / p.batch_size * uses / (sigma * math.sqrt(steps))
+    resolved: dict[str, Any] = {
+        "dimension": pr.dimension,
+        "records": p.dataset_size,
+        "slot": 0,
+        "canary": "gradient canary on a coordinate no other record uses",
+    }
+    if job.utility:
+        features, labels = _logistic_features(job.seed, p.dataset_size, pr.dimension)
+        resolved["optimal_loss"] = logistic_optimum(features, labels)
+    work = job.trials * steps * (4.0 + 2.0 * p.batch_size * pr.dimension)
+    return _Instance(resolved, mu, None, work)

@@ -181,28 +181,12 @@ def calibrate(
         _with_multiplier(r, per_accountant.get(r.name, z_paper if r.name == "paper" else None), releases, d, paper)
         for r in answer.accounted.results
     )
-    at_paper = account(releases, z_paper, d, paper, "best", grid)
-    valid = at_paper.certified <= target * (1.0 + 1e-12)
-    note = (
-        f"the paper prescribes z = {z_paper:.6g} ({paper.formula}); the rigorous accountants certify ε = "
-        f"{at_paper.certified:.6g} for it"
-        + ("" if valid else f", above the target {target:g}: the paper under-noises here")
-        + (f"; the smallest multiplier meeting the target is {min(per_accountant.values()):.6g}" if valid else "")
-    )
-    paper_calibration = PaperCalibration(
-        source=paper.source,
-        noise_multiplier=z_paper,
-        epsilon_claimed=target,
-        epsilon_certified=at_paper.certified,
-        certified_by=at_paper.accounted.chosen.name if at_paper.accounted.chosen.name != "paper" else "best",
-        valid=valid,
-        note=note,
-    )
+    paper_calibration = _paper_calibration(releases, paper, query, z_paper, min(per_accountant.values()))
     warnings = list(answer.warnings)
-    if not valid:
+    if not paper_calibration.valid:
         warnings.append(
             f"the paper's calibration under-noises: at its z = {z_paper:.6g} the rigorous accountants certify only "
-            f"ε = {at_paper.certified:.6g} > {target:g}"
+            f"ε = {paper_calibration.epsilon_certified:.6g} > {target:g}"
         )
     return (
         Accounting(
@@ -213,6 +197,31 @@ def calibrate(
             certified=answer.certified,
         ),
         paper_calibration,
+    )
+
+
+def _paper_calibration(
+    releases: NoisyReleases, paper: PaperStatement, query: CalibrationQuery[Any], z_paper: float, smallest: float
+) -> PaperCalibration:
+    """The paper's multiplier for the target and what the rigorous accountants certify for it (``smallest``: the
+    smallest multiplier they find meeting the target)."""
+    target = query.target_epsilon
+    at_paper = account(releases, z_paper, query.delta, paper, "best", query.orders)
+    valid = at_paper.certified <= target * (1.0 + 1e-12)
+    note = (
+        f"the paper prescribes z = {z_paper:.6g} ({paper.formula}); the rigorous accountants certify ε = "
+        f"{at_paper.certified:.6g} for it"
+        + ("" if valid else f", above the target {target:g}: the paper under-noises here")
+        + (f"; the smallest multiplier meeting the target is {smallest:.6g}" if valid else "")
+    )
+    return PaperCalibration(
+        source=paper.source,
+        noise_multiplier=z_paper,
+        epsilon_claimed=target,
+        epsilon_certified=at_paper.certified,
+        certified_by=at_paper.accounted.chosen.name if at_paper.accounted.chosen.name != "paper" else "best",
+        valid=valid,
+        note=note,
     )
 
 

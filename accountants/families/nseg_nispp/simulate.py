@@ -96,32 +96,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
 
     def plan(self, job: Job[S, BilinearProblemSettings]) -> Plan:
         p, delta, checks, trials = job.params, job.delta, job.checks, job.trials
-        if job.audit and (reason := self.audit_support(p)) is not None:
-            raise ParameterError.single("checks", reason, "utility")
-        if p.dimension > MAX_SIMULATED_DIMENSION or p.dimension < 2:
-            raise ParameterError.single(
-                "params.dimension",
-                "the bilinear simulator needs a dimension in [2, 64]",
-                f"an integer in [2, {MAX_SIMULATED_DIMENSION}]",
-                p.dimension,
-            )
-        if p.passes == "multi" and job.utility and p.dataset_size * p.dimension > MAX_SIMULATED_RECORDS:
-            raise ParameterError.single(
-                "params.dataset_size",
-                f"multi-pass simulation keeps each trial's dataset in memory: dataset_size·dimension must be at most "
-                f"{MAX_SIMULATED_RECORDS:g}",
-                f"an integer ≤ {MAX_SIMULATED_RECORDS // p.dimension}",
-                p.dataset_size,
-            )
-        bound = p.smoothness * p.diameter / 2.0
-        if p.lipschitz <= bound:
-            raise ParameterError.single(
-                "params.lipschitz",
-                "the bilinear instance needs lipschitz > smoothness·diameter/2 (the records' own bound is "
-                "lipschitz − smoothness·diameter/2)",
-                f"> {bound:.6g}",
-                p.lipschitz,
-            )
+        self._check_simulable(job)
         report = job.privacy()
         noise = report.required_noise
         z, sigma = noise.noise_multiplier, noise.noise_std
@@ -159,6 +134,37 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
             "log-likelihood ratio of the transcript along v (most powerful test)",
             work={check: self.work(p, steps, trials, (check,)) for check in checks},
         )
+
+    def _check_simulable(self, job: Job[S, BilinearProblemSettings]) -> None:
+        """The audit is supported, the dimension and the dataset fit the simulator, and the records' own bound
+        lipschitz − smoothness·diameter/2 is positive."""
+        p = job.params
+        if job.audit and (reason := self.audit_support(p)) is not None:
+            raise ParameterError.single("checks", reason, "utility")
+        if p.dimension > MAX_SIMULATED_DIMENSION or p.dimension < 2:
+            raise ParameterError.single(
+                "params.dimension",
+                "the bilinear simulator needs a dimension in [2, 64]",
+                f"an integer in [2, {MAX_SIMULATED_DIMENSION}]",
+                p.dimension,
+            )
+        if p.passes == "multi" and job.utility and p.dataset_size * p.dimension > MAX_SIMULATED_RECORDS:
+            raise ParameterError.single(
+                "params.dataset_size",
+                f"multi-pass simulation keeps each trial's dataset in memory: dataset_size·dimension must be at most "
+                f"{MAX_SIMULATED_RECORDS:g}",
+                f"an integer ≤ {MAX_SIMULATED_RECORDS // p.dimension}",
+                p.dataset_size,
+            )
+        bound = p.smoothness * p.diameter / 2.0
+        if p.lipschitz <= bound:
+            raise ParameterError.single(
+                "params.lipschitz",
+                "the bilinear instance needs lipschitz > smoothness·diameter/2 (the records' own bound is "
+                "lipschitz − smoothness·diameter/2)",
+                f"> {bound:.6g}",
+                p.lipschitz,
+            )
 
     def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
         p, resolved = plan.params, plan.problem

@@ -132,41 +132,32 @@ class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams
         _simulable(p)
         report = job.privacy()
         z = report.required_noise.noise_multiplier
-        cls, n = p.problem_class, p.dataset_size
+        cls = p.problem_class
         mech = mechanism(p, z)
-        strong = {"mu_x": p.mu_x if cls in ("strongly-convex", "sc-sc") else None}
-        strong["mu_y"] = p.mu_y if cls in ("sc-sc", "c-sc") else None
-        consts = {
-            "lipschitz": p.lipschitz,
-            "smoothness": p.smoothness,
-            "diameter": p.diameter,
-            "d_x": p.d_x,
-            "d_y": p.d_y,
-            **strong,
-        }
-        built = synthetic.build(cls, consts, seed)
+        built = synthetic.build(cls, _constants(p), seed)
         ell_b = float(np.linalg.norm(np.array(built["a"]), 2)) if "a" in built else 0.0
         phases, iterations, clamped = _phases(p, mech, built, paper_failure_probability(cls, delta), ell_b)
         resolved: dict[str, Any] = built | {
             "problem_class": cls,
-            "records": n,
+            "records": p.dataset_size,
             "dimension": p.d_x,
             "block": mech.block_size,
             "phases": phases,
             "regularization": mech.regularization,
-            "mu_x": strong["mu_x"],
-            "mu_y": strong["mu_y"],
+            "mu_x": _constants(p)["mu_x"],
+            "mu_y": _constants(p)["mu_y"],
             "audit_solver": pr.audit_solver,
         }
         work_utility, work_audit, setup = _work(cls, p, mech, resolved, trials, iterations, ell_b)
         work = {"utility": work_utility, "privacy-audit": work_audit + setup}
 
-        exact = None
-        exact_note = None
+        exact, exact_note = None, None
         if job.audit:
-            exact, exact_note = _audit_setup(p, pr, mech, resolved, setup, ell_b, delta, seed)
-            exact_note += f" (the accountant's μ = {gdp_parameter(cls, z):.6g}); deterministic solver, so no δ_fail; "
-            exact_note += f"{pr.audit_solver} base solver"
+            exact, found = _audit_setup(p, pr, mech, resolved, setup, ell_b, delta, seed)
+            exact_note = (
+                f"{found} (the accountant's μ = {gdp_parameter(cls, z):.6g}); deterministic solver, so no δ_fail; "
+                f"{pr.audit_solver} base solver"
+            )
 
         prediction = source = note = None
         if job.utility:
@@ -331,3 +322,17 @@ def _prediction_note(cls: str, problem: Mapping[str, Any], mech: Mechanism, clam
 
 
 register_simulator(ALGORITHM_ID, PhasedOutputPerturbationSimulator())
+
+
+def _constants(p: PhasedOutputPerturbationParams) -> dict[str, Any]:
+    """The synthetic problem's constants: the declared ones, with the strong convexity its class has."""
+    cls = p.problem_class
+    return {
+        "lipschitz": p.lipschitz,
+        "smoothness": p.smoothness,
+        "diameter": p.diameter,
+        "d_x": p.d_x,
+        "d_y": p.d_y,
+        "mu_x": p.mu_x if cls in ("strongly-convex", "sc-sc") else None,
+        "mu_y": p.mu_y if cls in ("sc-sc", "c-sc") else None,
+    }

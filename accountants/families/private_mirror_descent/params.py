@@ -69,11 +69,35 @@ class PrivateMirrorDescentParams(ParamsModel):
     """sco only: samples K' of the final sparsification of x_T; default K."""
 
     def check(self) -> list[FieldIssue]:
-        issues: list[FieldIssue] = []
-        n, b, v = self.dataset_size, self.batch_size, self.variant
+        n, b = self.dataset_size, self.batch_size
         if b > n:
-            issues.append(FieldIssue(("batch_size",), "must not exceed dataset_size", f"an integer in [1, {n}]", b))
-            return issues
+            return [FieldIssue(("batch_size",), "must not exceed dataset_size", f"an integer in [1, {n}]", b)]
+        issues = self._variant_field_issues()
+        if self.steps is not None and self.variant != "bias-reduced" and self.steps * b > n:
+            issues.append(
+                FieldIssue(
+                    ("steps",),
+                    "steps·batch_size must not exceed dataset_size (disjoint batches, one pass)",
+                    f"an integer in [1, {n // b}]",
+                    self.steps,
+                )
+            )
+        if self.variant == "bias-reduced":
+            issues += self._level_budget_issues()
+        if self.variant == "sco":
+            steps = self.steps if self.steps is not None else n // b
+            if self.warmup_steps is not None and self.warmup_steps > steps:
+                issues.append(
+                    FieldIssue(
+                        ("warmup_steps",), "must not exceed steps", f"an integer in [1, {steps}]", self.warmup_steps
+                    )
+                )
+        return issues
+
+    def _variant_field_issues(self) -> list[FieldIssue]:
+        """Fields the variant requires, and fields it does not use."""
+        issues: list[FieldIssue] = []
+        v = self.variant
         if v in SADDLE_VARIANTS and self.dimension_y is None:
             issues.append(
                 FieldIssue(("dimension_y",), f"is required by variant {v} (a saddle point)", "an integer ≥ 2")
@@ -90,59 +114,49 @@ class PrivateMirrorDescentParams(ParamsModel):
                     "a finite number ≥ 0",
                 )
             )
-        unused = {
-            "first-order": ("stopping_parameter", "max_level", "warmup_steps", "refresh_period", "final_samples"),
-            "second-order": ("stopping_parameter", "max_level", "warmup_steps", "refresh_period", "final_samples"),
-            "bias-reduced": ("steps", "samples_per_step", "warmup_steps", "refresh_period", "final_samples"),
-            "sco": ("stopping_parameter", "max_level"),
-        }[v]
-        for name in unused:
+        for name in _UNUSED_BY_VARIANT[v]:
             if getattr(self, name) is not None:
                 issues.append(FieldIssue((name,), f"is not a parameter of variant {v}: omit it", "omitted"))
-        if self.steps is not None and v != "bias-reduced" and self.steps * b > n:
-            issues.append(
-                FieldIssue(
-                    ("steps",),
-                    "steps·batch_size must not exceed dataset_size (disjoint batches, one pass)",
-                    f"an integer in [1, {n // b}]",
-                    self.steps,
-                )
-            )
-        if v == "bias-reduced":
-            m = self.stopping_parameter if self.stopping_parameter is not None else n // b
-            if m < 2:
-                issues.append(
-                    FieldIssue(
-                        ("batch_size",),
-                        "leaves fewer than 2 base batches (Algorithm 3 needs M = ⌊n/B⌋ ≥ 2 for 2^{N_max} ≤ M)",
-                        f"an integer in [1, {n // 2}]",
-                        b,
-                    )
-                )
-            elif m * b > n:
-                issues.append(
-                    FieldIssue(
-                        ("stopping_parameter",),
-                        "stopping_parameter·batch_size must not exceed dataset_size (fresh samples only)",
-                        f"an integer in [2, {n // b}]",
-                        m,
-                    )
-                )
-            elif self.max_level is not None and 2**self.max_level > m:
-                issues.append(
-                    FieldIssue(
-                        ("max_level",),
-                        "2^max_level must not exceed stopping_parameter (one step must fit the budget)",
-                        f"an integer in [1, {int(math.log2(m))}]",
-                        self.max_level,
-                    )
-                )
-        if v == "sco":
-            steps = self.steps if self.steps is not None else n // b
-            if self.warmup_steps is not None and self.warmup_steps > steps:
-                issues.append(
-                    FieldIssue(
-                        ("warmup_steps",), "must not exceed steps", f"an integer in [1, {steps}]", self.warmup_steps
-                    )
-                )
         return issues
+
+    def _level_budget_issues(self) -> list[FieldIssue]:
+        """Algorithm 3's levels fit its sample budget: M = ⌊n/B⌋ ≥ 2 base batches, M·B ≤ n, 2^{N_max} ≤ M."""
+        n, b = self.dataset_size, self.batch_size
+        m = self.stopping_parameter if self.stopping_parameter is not None else n // b
+        if m < 2:
+            return [
+                FieldIssue(
+                    ("batch_size",),
+                    "leaves fewer than 2 base batches (Algorithm 3 needs M = ⌊n/B⌋ ≥ 2 for 2^{N_max} ≤ M)",
+                    f"an integer in [1, {n // 2}]",
+                    b,
+                )
+            ]
+        if m * b > n:
+            return [
+                FieldIssue(
+                    ("stopping_parameter",),
+                    "stopping_parameter·batch_size must not exceed dataset_size (fresh samples only)",
+                    f"an integer in [2, {n // b}]",
+                    m,
+                )
+            ]
+        if self.max_level is not None and 2**self.max_level > m:
+            return [
+                FieldIssue(
+                    ("max_level",),
+                    "2^max_level must not exceed stopping_parameter (one step must fit the budget)",
+                    f"an integer in [1, {int(math.log2(m))}]",
+                    self.max_level,
+                )
+            ]
+        return []
+
+
+_UNUSED_BY_VARIANT = {
+    "first-order": ("stopping_parameter", "max_level", "warmup_steps", "refresh_period", "final_samples"),
+    "second-order": ("stopping_parameter", "max_level", "warmup_steps", "refresh_period", "final_samples"),
+    "bias-reduced": ("steps", "samples_per_step", "warmup_steps", "refresh_period", "final_samples"),
+    "sco": ("stopping_parameter", "max_level"),
+}
+"""The fields each variant does not use (a request that gives one is told to omit it)."""

@@ -42,53 +42,70 @@ class Schedule:
 
 def schedule(p: PrivateMirrorDescentParams) -> Schedule:
     """The sample counts and per-sample ε₀ of the variant (Prop. 3.3 [R]; Algorithms 1, 3, 5)."""
-    n, b, L0 = p.dataset_size, p.batch_size, p.lipschitz
     if p.variant in ("first-order", "second-order"):
-        steps = p.steps if p.steps is not None else n // b
-        rule = f"T = {steps} as given" if p.steps is not None else f"T = ⌊n/B⌋ = ⌊{n}/{b}⌋ = {steps} (one pass)"
-        k = p.samples_per_step or 1
-        return Schedule(
-            variant=p.variant,
-            steps=steps,
-            step_rule=rule,
-            samples_per_step=k,
-            epsilon0_per_stepsize=4.0 * L0 / b,
-            range_ratio=1.0,
-            count=2 * (steps - 1) * k,
-            paper_epsilon0_per_stepsize=4.0 * L0 / b,
-            paper_count=2 * steps * k,
-            epsilon0_rule="ε₀ = 4ηL₀/B per vertex sample (Prop. 3.3 [R]: score sensitivity 2ηL₀/B, exponential "
-            "mechanism; also the bounded range)",
-            paper_rule="Prop. 3.3 via Cor. 3.6 [R]: (ε, δ)-DP if η ≤ Bε/(16L₀√(TK log(1/δ))), i.e. "
-            "ε = 2√(2k log(1/δ))·ε₀ with k = 2TK, provided ε ≤ 8 log(1/δ)",
-            count_rule=f"k = 2(T − 1)K = {2 * (steps - 1) * k} data-dependent samples (the step-1 samples are drawn "
-            f"from the uniform start and the last batch's gradient is never used; the paper counts 2TK = "
-            f"{2 * steps * k})",
-        )
+        return _algorithm1_schedule(p)
     if p.variant == "bias-reduced":
-        m = p.stopping_parameter if p.stopping_parameter is not None else n // b
-        level = p.max_level if p.max_level is not None else max(1, int(math.log2(m)) - 1)
-        rule = (
-            f"M = {m} as given" if p.stopping_parameter is not None else f"M = ⌊n/B⌋ = ⌊{n}/{b}⌋ = {m}"
-        ) + f"; N_max = {level}; the number of steps τ is random (Σ_t 2^{{N_t}} ≤ M)"
-        return Schedule(
-            variant=p.variant,
-            steps=m,
-            step_rule=rule,
-            samples_per_step=0,
-            epsilon0_per_stepsize=10.0 * L0 / b,
-            range_ratio=1.0,
-            count=3 * m,
-            paper_epsilon0_per_stepsize=10.0 * L0 / b,
-            paper_count=3 * m,
-            epsilon0_rule="ε₀ = 10ηL₀/B per vertex sample [D]: the multilevel estimate moves by ≤ 5L₀/B in ℓ∞ for "
-            "any level N (batch 2^N·B, weight 1/p_N ≤ 2^N)",
-            paper_rule="Prop. 3.17 via Cor. 3.6 [D] (the paper's constant is lost): η ≤ Bε/(20√6·L₀√(M log(1/δ))), "
-            "i.e. ε = 2√(2k log(1/δ))·ε₀ with k = 3M, provided ε ≤ 8 log(1/δ)",
-            count_rule=f"k ≤ 3M = {3 * m} samples [D]: 2(2^{{N_t}} + 1) ≤ 3·2^{{N_t}} per step and Σ_t 2^{{N_t}} ≤ M "
-            "(stopping early composes fewer mechanisms, so the fixed count is valid)",
-            max_level=level,
-        )
+        return _algorithm3_schedule(p)
+    return _algorithm5_schedule(p)
+
+
+def _algorithm1_schedule(p: PrivateMirrorDescentParams) -> Schedule:
+    """Algorithm 1 (first and second order): 2(T − 1)K vertex samples at ε₀ = 4ηL₀/B."""
+    n, b, L0 = p.dataset_size, p.batch_size, p.lipschitz
+    steps = p.steps if p.steps is not None else n // b
+    rule = f"T = {steps} as given" if p.steps is not None else f"T = ⌊n/B⌋ = ⌊{n}/{b}⌋ = {steps} (one pass)"
+    k = p.samples_per_step or 1
+    return Schedule(
+        variant=p.variant,
+        steps=steps,
+        step_rule=rule,
+        samples_per_step=k,
+        epsilon0_per_stepsize=4.0 * L0 / b,
+        range_ratio=1.0,
+        count=2 * (steps - 1) * k,
+        paper_epsilon0_per_stepsize=4.0 * L0 / b,
+        paper_count=2 * steps * k,
+        epsilon0_rule="ε₀ = 4ηL₀/B per vertex sample (Prop. 3.3 [R]: score sensitivity 2ηL₀/B, exponential "
+        "mechanism; also the bounded range)",
+        paper_rule="Prop. 3.3 via Cor. 3.6 [R]: (ε, δ)-DP if η ≤ Bε/(16L₀√(TK log(1/δ))), i.e. "
+        "ε = 2√(2k log(1/δ))·ε₀ with k = 2TK, provided ε ≤ 8 log(1/δ)",
+        count_rule=f"k = 2(T − 1)K = {2 * (steps - 1) * k} data-dependent samples (the step-1 samples are drawn "
+        f"from the uniform start and the last batch's gradient is never used; the paper counts 2TK = "
+        f"{2 * steps * k})",
+    )
+
+
+def _algorithm3_schedule(p: PrivateMirrorDescentParams) -> Schedule:
+    """Algorithm 3 (bias-reduced): at most 3M vertex samples at ε₀ = 10ηL₀/B [D]."""
+    n, b, L0 = p.dataset_size, p.batch_size, p.lipschitz
+    m = p.stopping_parameter if p.stopping_parameter is not None else n // b
+    level = p.max_level if p.max_level is not None else max(1, int(math.log2(m)) - 1)
+    rule = (
+        f"M = {m} as given" if p.stopping_parameter is not None else f"M = ⌊n/B⌋ = ⌊{n}/{b}⌋ = {m}"
+    ) + f"; N_max = {level}; the number of steps τ is random (Σ_t 2^{{N_t}} ≤ M)"
+    return Schedule(
+        variant=p.variant,
+        steps=m,
+        step_rule=rule,
+        samples_per_step=0,
+        epsilon0_per_stepsize=10.0 * L0 / b,
+        range_ratio=1.0,
+        count=3 * m,
+        paper_epsilon0_per_stepsize=10.0 * L0 / b,
+        paper_count=3 * m,
+        epsilon0_rule="ε₀ = 10ηL₀/B per vertex sample [D]: the multilevel estimate moves by ≤ 5L₀/B in ℓ∞ for "
+        "any level N (batch 2^N·B, weight 1/p_N ≤ 2^N)",
+        paper_rule="Prop. 3.17 via Cor. 3.6 [D] (the paper's constant is lost): η ≤ Bε/(20√6·L₀√(M log(1/δ))), "
+        "i.e. ε = 2√(2k log(1/δ))·ε₀ with k = 3M, provided ε ≤ 8 log(1/δ)",
+        count_rule=f"k ≤ 3M = {3 * m} samples [D]: 2(2^{{N_t}} + 1) ≤ 3·2^{{N_t}} per step and Σ_t 2^{{N_t}} ≤ M "
+        "(stopping early composes fewer mechanisms, so the fixed count is valid)",
+        max_level=level,
+    )
+
+
+def _algorithm5_schedule(p: PrivateMirrorDescentParams) -> Schedule:
+    """Algorithm 5 (DP-SCO): refreshed samples of a 2Δ'-bounded-range mixture, ε₀ = 4ηTL₀/B [D]."""
+    n, b, L0 = p.dataset_size, p.batch_size, p.lipschitz
     steps = p.steps if p.steps is not None else n // b
     k = p.samples_per_step or 1
     t0 = p.warmup_steps if p.warmup_steps is not None else 1

@@ -427,14 +427,8 @@ def _run_algorithm3(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if audit:
             rest_x, rest_y = _sample_counts(rng, size - 1, lx), _sample_counts(rng, size - 1, ly)
             ox, oy = _log_softmax(other[0]), _log_softmax(other[1])
-            llr += (
-                on
-                * sign
-                * (
-                    np.sum((x0 + rest_x + out_x) * (lx - ox), axis=1)
-                    + np.sum((y0 + rest_y + out_y) * (ly - oy), axis=1)
-                )
-            )
+            drawn_x, drawn_y = x0 + rest_x + out_x, y0 + rest_y + out_y
+            llr += on * sign * (np.sum(drawn_x * (lx - ox), axis=1) + np.sum(drawn_y * (ly - oy), axis=1))
         m = size * b
         if audit and first:
             rest = records.draw(rng, trials, m - 1)
@@ -442,15 +436,19 @@ def _run_algorithm3(run: _Run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         else:
             mine = records.draw(rng, trials, m)
             theirs = mine
-        mine = mine / m[:, None, None]
-        theta[0] -= eta * on[:, None] * np.einsum("tij,tj->ti", mine, y0)
-        theta[1] += eta * on[:, None] * np.einsum("tij,ti->tj", mine, x0)
+        step = eta * on[:, None] / m[:, None]
+        _play(theta, mine, step, x0, y0)
         if audit:
-            theirs = theirs / m[:, None, None]
-            other[0] -= eta * on[:, None] * np.einsum("tij,tj->ti", theirs, y0)
-            other[1] += eta * on[:, None] * np.einsum("tij,ti->tj", theirs, x0)
+            _play(other, theirs, step, x0, y0)
         first = False
     return sum_x / count[:, None], sum_y / count[:, None], np.clip(llr, -1e6, 1e6)
+
+
+def _play(theta: list[np.ndarray], summed: np.ndarray, step: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> None:
+    """One simultaneous step of both players on the batch mean ``summed``/m (``step`` = η·active/m per trial): x
+    descends along A·y₀, y ascends along Aᵀ·x₀."""
+    theta[0] -= step * np.einsum("tij,tj->ti", summed, y0)
+    theta[1] += step * np.einsum("tij,ti->tj", summed, x0)
 
 
 def _run_algorithm5(run: _Run) -> tuple[np.ndarray, np.ndarray]:

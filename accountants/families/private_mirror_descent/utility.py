@@ -311,81 +311,85 @@ def _recommendations(
     p: PrivateMirrorDescentParams, sched: Schedule, eta: float, target: float, delta: float
 ) -> list[Recommendation]:
     """The paper's parameters for the target [R], dpcal's tuned ones [D], and the stepsize cap."""
-    out: list[Recommendation] = []
-    n, L0, L1 = p.dataset_size, p.lipschitz, p.smoothness
-    L2 = p.second_order_smoothness or 0.0
     if p.variant in ("first-order", "second-order"):
-        reg = regime(p)
-        d = float(p.dimension_x) + float(p.dimension_y or 0)
-        paper = paper_parameters(n, d, target, delta, L0, L1, L2, reg)
-        k_rule = {
-            "quadratic": "K = 1 (quadratic: no sparsification bias)",
-            "first": "K = max(1, round((L₁/L₀)^{4/3}(nε)^{2/3}/(ℓ log^{1/3}(1/δ))))",
-            "second": "K = max(1, round((L₂/L₀)^{4/5}(nε)^{2/5}/(ℓ^{3/5} log^{1/5}(1/δ))))",
-        }[reg]
-        source = (
-            "González, Guzmán & Paquette 2024, Theorem 3.1, parameters from balancing its bound [R], ℓ = log(d₁ + d₂)"
-        )
-        out += [
-            Recommendation("samples_per_step", paper["samples_per_step"], f"{k_rule}; {source}", False),
-            Recommendation("batch_size", paper["batch_size"], f"B = min(n, ⌈16√(ℓK log(1/δ))/ε⌉); {source}", False),
-            Recommendation("steps", paper["steps"], f"T = ⌊n/B⌋; {source}", False),
-            Recommendation(
-                "stepsize",
-                paper["stepsize"],
-                f"η = min(√(ℓ/T)/L₀, Bε/(16L₀√(TK log(1/δ)))) (Prop. 3.3's privacy rule); {source}",
-                False,
-            ),
+        return [
+            *_paper_recommendations(p, target, delta),
+            *_tuned_recommendations(p, target, delta),
+            *_stepsize_cap(p, sched, eta),
         ]
-        tuned = tune_algorithm1(p, target, delta)
-        rule = (
-            f"dpcal [D]: minimises the explicit bound (value {tuned.bound:.6g}) over B ∈ {{round(1.25^i)}} ≤ n/4 and "
-            "K ∈ {1, 2, …, 1024} (K = 1 if quadratic), with η = min(√(2ℓ₁₂/(5T))/L₀, Bε₀/(4L₀)) and ε₀ the "
-            "largest the bounded-range zCDP bound certifies for k = 2(T − 1)K samples"
-        )
-        out += [
-            Recommendation("batch_size", tuned.batch_size, rule, False),
-            Recommendation("steps", tuned.steps, rule, False),
-            Recommendation("samples_per_step", tuned.samples_per_step, rule, False),
-            Recommendation("stepsize", tuned.stepsize, rule, False),
-        ]
-        eta_np = nonprivate_stepsize(sched.steps, ell12(p), L0)
-        if eta > eta_np:
-            out.append(
-                Recommendation(
-                    "stepsize",
-                    eta_np,
-                    f"the calibrated η = {eta:.6g} exceeds η_np = √(2ℓ₁₂/(5T))/L₀ = {eta_np:.6g} [D], beyond which "
-                    "the explicit bound grows; any smaller η is also private",
-                    False,
-                )
-            )
-    elif p.variant == "bias-reduced":
-        m, level, cap = tune_algorithm3(p)
-        source = "González, Guzmán & Paquette 2024, Theorem 3.14's parameters, reconstructed [D]"
-        out += [
-            Recommendation("stopping_parameter", m, f"M = ⌊n/B⌋; {source}", False),
-            Recommendation(
-                "max_level", level, f"N_max = max(1, ⌊log₂ M⌋ − 1) so that 2^{{N_max}} ≤ M; {source}", False
-            ),
-            Recommendation(
-                "stepsize",
-                min(eta, cap),
-                "η = min(η_priv, √(ℓ/T₀)/σ), T₀ = M/(4·E2^N), σ² = 2L₀² + 2560L₂² + 768·N_max·L₁²(1 + ln 2d); "
-                + source,
-                False,
-            ),
-        ]
-    else:
-        out.append(
-            Recommendation(
-                "steps",
-                n // p.batch_size,
-                "T = ⌊n/B⌋ (one pass); the schedule constants t₀, p, K' of Algorithm 5 are not recovered [R]",
-                False,
-            )
-        )
-    return out
+    if p.variant == "bias-reduced":
+        return _bias_reduced_recommendations(p, eta)
+    rule = "T = ⌊n/B⌋ (one pass); the schedule constants t₀, p, K' of Algorithm 5 are not recovered [R]"
+    return [Recommendation("steps", p.dataset_size // p.batch_size, rule, False)]
+
+
+def _paper_recommendations(p: PrivateMirrorDescentParams, target: float, delta: float) -> list[Recommendation]:
+    """Algorithm 1's parameters from balancing Theorem 3.1's bound [R]."""
+    reg = regime(p)
+    d = float(p.dimension_x) + float(p.dimension_y or 0)
+    L2 = p.second_order_smoothness or 0.0
+    paper = paper_parameters(p.dataset_size, d, target, delta, p.lipschitz, p.smoothness, L2, reg)
+    k_rule = {
+        "quadratic": "K = 1 (quadratic: no sparsification bias)",
+        "first": "K = max(1, round((L₁/L₀)^{4/3}(nε)^{2/3}/(ℓ log^{1/3}(1/δ))))",
+        "second": "K = max(1, round((L₂/L₀)^{4/5}(nε)^{2/5}/(ℓ^{3/5} log^{1/5}(1/δ))))",
+    }[reg]
+    source = "González, Guzmán & Paquette 2024, Theorem 3.1, parameters from balancing its bound [R], ℓ = log(d₁ + d₂)"
+    return [
+        Recommendation("samples_per_step", paper["samples_per_step"], f"{k_rule}; {source}", False),
+        Recommendation("batch_size", paper["batch_size"], f"B = min(n, ⌈16√(ℓK log(1/δ))/ε⌉); {source}", False),
+        Recommendation("steps", paper["steps"], f"T = ⌊n/B⌋; {source}", False),
+        Recommendation(
+            "stepsize",
+            paper["stepsize"],
+            f"η = min(√(ℓ/T)/L₀, Bε/(16L₀√(TK log(1/δ)))) (Prop. 3.3's privacy rule); {source}",
+            False,
+        ),
+    ]
+
+
+def _tuned_recommendations(p: PrivateMirrorDescentParams, target: float, delta: float) -> list[Recommendation]:
+    """dpcal's parameters minimising the explicit bound [D]."""
+    tuned = tune_algorithm1(p, target, delta)
+    rule = (
+        f"dpcal [D]: minimises the explicit bound (value {tuned.bound:.6g}) over B ∈ {{round(1.25^i)}} ≤ n/4 and "
+        "K ∈ {1, 2, …, 1024} (K = 1 if quadratic), with η = min(√(2ℓ₁₂/(5T))/L₀, Bε₀/(4L₀)) and ε₀ the "
+        "largest the bounded-range zCDP bound certifies for k = 2(T − 1)K samples"
+    )
+    return [
+        Recommendation("batch_size", tuned.batch_size, rule, False),
+        Recommendation("steps", tuned.steps, rule, False),
+        Recommendation("samples_per_step", tuned.samples_per_step, rule, False),
+        Recommendation("stepsize", tuned.stepsize, rule, False),
+    ]
+
+
+def _stepsize_cap(p: PrivateMirrorDescentParams, sched: Schedule, eta: float) -> list[Recommendation]:
+    """η_np where the calibrated stepsize exceeds it (beyond it the explicit bound grows)."""
+    eta_np = nonprivate_stepsize(sched.steps, ell12(p), p.lipschitz)
+    if eta <= eta_np:
+        return []
+    text = (
+        f"the calibrated η = {eta:.6g} exceeds η_np = √(2ℓ₁₂/(5T))/L₀ = {eta_np:.6g} [D], beyond which "
+        "the explicit bound grows; any smaller η is also private"
+    )
+    return [Recommendation("stepsize", eta_np, text, False)]
+
+
+def _bias_reduced_recommendations(p: PrivateMirrorDescentParams, eta: float) -> list[Recommendation]:
+    """Algorithm 3's parameters from Theorem 3.14, reconstructed [D]."""
+    m, level, cap = tune_algorithm3(p)
+    source = "González, Guzmán & Paquette 2024, Theorem 3.14's parameters, reconstructed [D]"
+    return [
+        Recommendation("stopping_parameter", m, f"M = ⌊n/B⌋; {source}", False),
+        Recommendation("max_level", level, f"N_max = max(1, ⌊log₂ M⌋ − 1) so that 2^{{N_max}} ≤ M; {source}", False),
+        Recommendation(
+            "stepsize",
+            min(eta, cap),
+            "η = min(η_priv, √(ℓ/T₀)/σ), T₀ = M/(4·E2^N), σ² = 2L₀² + 2560L₂² + 768·N_max·L₁²(1 + ln 2d); " + source,
+            False,
+        ),
+    ]
 
 
 def _within_budget(stepsize: float, count: int, batch: int, lipschitz: float, rho: float) -> bool:
