@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: serve test openapi bench lint clean
+.PHONY: serve test check openapi bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 serve: $(VENV)/.installed
 	$(BIN)/dpcal serve
 
-## test: install the test extra and run the whole suite
+## test: install the test extra and run the whole suite on both cores (pytest-xdist; what CI runs)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
+
+## check: the fast tier for the inner loop (every test not marked slow, on both cores)
+check: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n 2 -m "not slow"
 
 ## openapi: record the service's answers to its examples, then regenerate openapi/openapi.json
 openapi: $(VENV)/.installed

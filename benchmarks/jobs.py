@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import statistics
 import sys
 import tempfile
 import time
@@ -137,12 +138,30 @@ def best_seconds(run: Callable[[], None], repeat: int = 3) -> float:
     return min(times)
 
 
+DIMENSIONS = (("nseg", 2), ("nseg", 64), ("nispp", 2), ("nispp", 64))
+"""Setups beside the examples (dimension 10): the bilinear simulators' work grows with d as their time does."""
+
+
 def calibrate() -> None:
     """Each simulator's seconds per estimated operation, part by part (the plan's work_by_check), on its family's
     example job run in this process, the fixed cost per block taken out: the values of each simulator's
-    ``seconds_per_operation``; and the estimate against the time measured with the values in the code."""
-    from accountants.planning import plan_example
+    ``seconds_per_operation``; and the estimate against the time measured with the values in the code, then the
+    estimates of the bilinear simulators at dimensions 2 and 64. The service refuses jobs above
+    DPCAL_JOB_MAX_SECONDS by these estimates: each should be within 3× of its time up to one speed factor of this
+    machine (the median of measured/estimated), which is printed with every setup outside it."""
+    from accountants.planning import plan_example, plan_job
     from accountants.verification import BLOCK_SECONDS, block_sizes, run_block
+
+    ratios: dict[str, float] = {}
+
+    def timed(family: Any, plan: Any) -> float:
+        blocks = len(block_sizes(plan.trials))
+
+        def run() -> None:
+            for block in range(blocks):
+                run_block(family.simulator, plan, block)
+
+        return best_seconds(run)
 
     print("seconds per operation (example jobs, one part at a time) and the estimate in the code against the time:")
     for family in registry.families():
@@ -151,19 +170,31 @@ def calibrate() -> None:
             continue
         for check in simulator.checks:
             plan = plan_example(family, (check,))
-            blocks = len(block_sizes(plan.trials))
-
-            def run(plan: Any = plan, blocks: int = blocks, simulator: Any = simulator) -> None:
-                for block in range(blocks):
-                    run_block(simulator, plan, block)
-
-            seconds = best_seconds(run)
+            seconds = timed(family, plan)
             ((part, operations),) = plan.work_by_check.items()
-            rate = max(seconds - BLOCK_SECONDS * blocks, 0.1 * seconds) / operations
+            rate = max(seconds - BLOCK_SECONDS * len(block_sizes(plan.trials)), 0.1 * seconds) / operations
+            ratios[f"{family.id} {check}"] = seconds / plan.estimated_seconds
             print(
                 f"  {family.id:28s} {check:14s} {part:14s} {rate:9.2e} s/op   measured {seconds:7.3f} s, "
                 f"estimated {plan.estimated_seconds:7.3f} s ({seconds / plan.estimated_seconds:4.2f}×)"
             )
+    for family_id, dimension in DIMENSIONS:
+        family = registry.get(family_id)
+        example = family.job_example
+        assert example is not None
+        params = dict(example["params"]) | {"dimension": dimension}
+        plan = plan_job(family, params, example["delta"], ("utility",), 64, 0, None, example.get("target_epsilon"))
+        seconds = timed(family, plan)
+        ratios[f"{family_id} utility at d = {dimension}"] = seconds / plan.estimated_seconds
+        print(
+            f"  {family_id:28s} utility at d = {dimension:<3d} measured {seconds:7.3f} s, "
+            f"estimated {plan.estimated_seconds:7.3f} s ({seconds / plan.estimated_seconds:4.2f}×)"
+        )
+    speed = statistics.median(ratios.values())
+    off = {key: round(r / speed, 2) for key, r in ratios.items() if not 1 / 3 <= r / speed <= 3}
+    print(
+        f"machine factor (median measured/estimated) {speed:.2f}; setups off by more than 3× after it: {off or 'none'}"
+    )
 
 
 def main() -> None:

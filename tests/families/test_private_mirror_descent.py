@@ -342,6 +342,7 @@ def test_paper_accountant_and_calibration_are_the_printed_formulas(seed):
             assert "NOT VALID" in calibration.paper.note
 
 
+@pytest.mark.slow
 def test_tight_rdp_paper_order_at_every_budget():
     """rdp ≤ paper (whenever the paper applies) and best = min. tight is the spine's PLD accountant on the blocks of
     the optimal adaptive bounded-range composition: below every pure-DP composition bound (KOV, optimal for the

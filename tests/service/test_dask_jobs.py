@@ -21,6 +21,8 @@ from app.jobs.manager import JobManager  # noqa: E402
 from app.jobs.runner import InlineRunner  # noqa: E402
 from app.settings import Settings  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test starts a Dask LocalCluster
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:

@@ -23,9 +23,12 @@ from ..support.jobs import wait
 from ..support.postgres import binaries, private_postgres
 from ..support.server import ROOT, free_port, start_server, stop_server
 
-pytestmark = pytest.mark.skipif(
-    binaries() is None, reason="no PostgreSQL server on this machine (.ci/run installs Debian's postgresql)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        binaries() is None, reason="no PostgreSQL server on this machine (.ci/run installs Debian's postgresql)"
+    ),
+    pytest.mark.slow,  # each test starts a private PostgreSQL server
+]
 
 SMALL = {"dataset_size": 1000, "batch_size": 100, "steps": 20, "noise_multiplier": 1.0}
 

@@ -101,7 +101,7 @@ def _configs(seed: int, count: int, q_range, z_range, t_range, deltas) -> list[t
     ]
 
 
-REPLACE_CONFIGS = _configs(13, 20, (1e-3, 0.2), (0.7, 5.0), (10, 3000), (1e-5, 1e-7, 1e-9))
+REPLACE_CONFIGS = _configs(13, 8, (1e-3, 0.2), (0.7, 5.0), (10, 3000), (1e-5, 1e-7, 1e-9))
 
 
 def _replace_one_pair(config: tuple[float, float, int, float]) -> tuple[float, float]:

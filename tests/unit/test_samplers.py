@@ -104,6 +104,7 @@ def _truncated_configs(count: int) -> list[tuple[int, float, int, float, int]]:
     return configs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "q", "cap", "z", "steps"), _truncated_configs(20))
 def test_truncated_poisson_matches_dp_accounting(n, q, cap, z, steps):
     event = dpa.SelfComposedDpEvent(dpa.TruncatedSubsampledGaussianDpEvent(n, q, cap, z), steps)
