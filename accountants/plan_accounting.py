@@ -61,10 +61,11 @@ def account_plan(
     refine: bool = True,
     tight_reason: str | None = None,
     known: tuple[Conversion | None, AccountantResult | None] = (None, None),
+    rdp_method: str | None = None,
 ) -> PlanAccounting:
     """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight. ``known``:
     the plan's Rényi conversion and tight answer where the request already has them (ε over training computes
-    them at its last checkpoint)."""
+    them at its last checkpoint); ``rdp_method``: the family's words for the Rényi bound."""
     accounted = plan.accounted_delta(delta)
     known_rdp, known_tight = known
     conversion, rdp = known_rdp, None
@@ -74,7 +75,7 @@ def account_plan(
         except UnsupportedEventError as error:
             rdp = AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}")
     tight = _tight(plan, accounted, accountant, tight_reason, known_tight)
-    return PlanAccounting(conversion, (rdp or rdp_result(conversion), tight))
+    return PlanAccounting(conversion, (rdp or rdp_result(conversion, method=rdp_method), tight))
 
 
 def _tight(
@@ -99,14 +100,16 @@ def calibrate_plan(
     accountant: str = "best",
     orders: np.ndarray | None = None,
     tight_reason: str | None = None,
+    rdp_method: str | None = None,
 ) -> tuple[AccountantResult, AccountantResult]:
     """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
     the knob in its own units. Each accountant calibrates on its own (tight starts from rdp's answer where there is
-    one); one that cannot meet the target, or read the plan, is not applicable with the reason. Raises
+    one); one that cannot meet the target, or read the plan, is not applicable with the reason (``rdp_method``: the
+    family's words for the Rényi bound). Raises
     :class:`CalibrationError` where no accountant asked for meets the target (the reasons of each)."""
     reference = plan_at(1.0)
     accounted = reference.accounted_delta(delta)
-    rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders)
+    rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders, rdp_method)
     if accountant == "rdp":
         if not rdp.applicable:
             raise CalibrationError(rdp.reason or "the rdp accountant cannot meet the target")
@@ -125,7 +128,7 @@ def calibrate_plan(
 
 
 def _calibrate_rdp(
-    plan_at: PlanAt, accounted: float, target: float, knob: Knob, orders: np.ndarray | None
+    plan_at: PlanAt, accounted: float, target: float, knob: Knob, orders: np.ndarray | None, method: str | None
 ) -> tuple[AccountantResult, float | None]:
     """The rdp calibration (its result, and the noise found on the knob's noise scale; None where it fails).
 
@@ -153,14 +156,18 @@ def _calibrate_rdp(
         return AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}"), None
     except (CalibrationError, ParameterError) as error:
         return AccountantResult.not_applicable("rdp", str(error)), None
-    return rdp_result(conversion, knob.from_noise(noise)), noise
+    return rdp_result(conversion, knob.from_noise(noise), method), noise
 
 
-def rdp_result(conversion: Conversion | None, calibrated: float | None = None) -> AccountantResult:
-    """The rdp accountant's result for a conversion: not applicable where no finite ε is certified."""
+def rdp_result(
+    conversion: Conversion | None, calibrated: float | None = None, method: str | None = None
+) -> AccountantResult:
+    """The rdp accountant's result for a conversion: not applicable where no finite ε is certified. ``method``: the
+    family's words for the bound (default: the generic accountant's), with the conversion's route where it took one."""
     if conversion is None or not math.isfinite(conversion.value):
         return AccountantResult.not_applicable("rdp", "the Rényi curve gives no finite ε at this δ")
-    method = RDP_METHOD if conversion.route is None else f"{RDP_METHOD}; here {conversion.route}"
+    method = method or RDP_METHOD
+    method = method if conversion.route is None else f"{method}; here {conversion.route}"
     return AccountantResult.certified(
         "rdp", conversion.value, method, optimal_order=conversion.reported_order, calibrated_value=calibrated
     )

@@ -15,7 +15,7 @@ from .family import AlgorithmFamily
 from .params import ParamsModel
 from .registry import families
 from .reports import PrivacyReport
-from .verification import Job, Plan
+from .verification import Job, JobPlan
 
 
 def plan_job(
@@ -27,7 +27,7 @@ def plan_job(
     seed: int,
     problem: Mapping[str, Any] | ParamsModel | None = None,
     target_epsilon: float | None = None,
-) -> Plan:
+) -> JobPlan:
     """The verification plan of ``family`` at ``params`` (the knob calibrated to ``target_epsilon`` when given).
 
     Raises :class:`ParameterError` naming the field: no simulator (``algorithm``), a check the simulator does not
@@ -74,7 +74,7 @@ def plan_job(
 
 def plan_example(
     family: AlgorithmFamily[Any], checks: tuple[str, ...] | None = None, trials: int | None = None
-) -> Plan:
+) -> JobPlan:
     """The plan of ``family``'s example verification job (its parameters, δ, seed, problem and target ε), with its own
     checks and trials unless given (benchmarks and calibrations run it)."""
     example = family.job_example

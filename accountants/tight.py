@@ -16,10 +16,11 @@ Families call :func:`tight_epsilon` and :func:`tight_calibration` with their eve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from . import gdp
-from .calibration import calibrate
+from .calibration import NOISE_SEARCH_RANGE, calibrate
 from .errors import CalibrationError, ParameterError
 from .events import (
     BoundedRangeEvent,
@@ -28,6 +29,7 @@ from .events import (
     TruncatedPoissonSampledEvent,
     leaves,
 )
+from .mechanisms.gaussian import gdp_mu_for
 from .pld import PldAccountant, PldAnswer
 from .pld.calibration import calibrate_pld
 from .pld.curve import CirclePlan
@@ -142,8 +144,11 @@ def tight_calibration(
     calibrate_pld`: the noise certifies the target and the noise × (1 − 1e-4) does not. ``initial`` is a nearby
     noise (the RDP calibration). Raises :class:`CalibrationError` with the reason when the target cannot be met."""
     if gdp.is_gaussian(event_at(initial)):
-        exact = calibrate(lambda noise: gdp.epsilon(event_at(noise), delta), target, rtol=GDP_RTOL, parameter=parameter)
-        return exact.noise, gdp.exact_result(gdp.gdp_mu(event_at(exact.noise)), delta, GDP_METHOD)
+        noise = _gaussian_inverse(event_at, delta, target, initial)
+        if noise is None:
+            epsilon_at = lambda x: gdp.epsilon(event_at(x), delta)  # noqa: E731
+            noise = calibrate(epsilon_at, target, rtol=GDP_RTOL, parameter=parameter).noise
+        return noise, gdp.exact_result(gdp.gdp_mu(event_at(noise)), delta, GDP_METHOD)
     accountant = PldAccountant(neighbouring)
     try:
         found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter)
@@ -153,3 +158,23 @@ def tight_calibration(
     lower = None if bound is None else min(bound, found.answer.value)
     method = pld_method(found.answer, neighbouring, event_at(found.noise))
     return found.noise, AccountantResult.certified("tight", found.answer.value, method, epsilon_lower=lower)
+
+
+def _gaussian_inverse(
+    event_at: Callable[[float], DpEvent], delta: float, target: float, initial: float
+) -> float | None:
+    """The exact smallest noise of an all-Gaussian tree whose every multiplier scales with the knob (then μ·noise is
+    constant): μ₁/μ* with μ* the largest μ meeting (target, δ) (:func:`gdp_mu_for`), raised to the next float until
+    the rounded noise itself meets the target. None where μ·noise is not constant (a Gaussian the knob leaves fixed)
+    or the noise is outside the calibrator's search range."""
+    low, high = initial, 2.0 * initial
+    scale = gdp.gdp_mu(event_at(low)) * low
+    if not math.isclose(scale, gdp.gdp_mu(event_at(high)) * high, rel_tol=1e-12):
+        return None
+    noise = scale / gdp_mu_for(target, delta)
+    low, high = NOISE_SEARCH_RANGE
+    if not low <= noise <= high:
+        return None  # outside the calibrator's range: the root finder says why (or answers at its edge)
+    while gdp.epsilon(event_at(noise), delta) > target:
+        noise = math.nextafter(noise, math.inf)
+    return noise

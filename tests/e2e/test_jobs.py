@@ -14,7 +14,7 @@ from accountants import registry
 from accountants.planning import plan_job
 from accountants.verification import (
     BLOCK_TRIALS,
-    Plan,
+    JobPlan,
     SimulatorChanged,
     block_rng,
     max_detectable_epsilon,
@@ -288,7 +288,7 @@ def test_a_job_planned_for_another_simulator_version_fails_saying_so(tmp_path):
     )
     assert plan.simulator_version == family.simulator.version == 2
     old = dataclasses.replace(plan, simulator_version=1)
-    assert Plan.from_json(old.to_json() | {"work": old.work}) == old  # plans stored with their total work still load
+    assert JobPlan.from_json(old.to_json() | {"work": old.work}) == old  # plans stored with their total work still load
     store = JobStore(tmp_path / "old.sqlite3")
     job, _ = store.create("dp-sgd", {}, "h", old.to_json(), 128, None, 10)
     store.close()

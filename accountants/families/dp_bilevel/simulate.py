@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import ParameterError
-from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
+from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from .params import ALGORITHM_ID, BilevelParams
 from .plan import inner_multiplier, mechanisms
 from .problems import (
@@ -48,7 +48,7 @@ class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 2.9e-08, "privacy-audit": 2.9e-08}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
-    def plan(self, job: Job[BilevelParams, BilevelProblem]) -> Plan:
+    def plan(self, job: Job[BilevelParams, BilevelProblem]) -> JobPlan:
         p, pr, trials, seed = job.params, job.problem, job.trials, job.seed
         if p.mini and p.dataset_size >= MAX_SIMULATED_RECORDS:
             raise ParameterError.single(
@@ -99,7 +99,7 @@ class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
             work=work,
         )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         p = BilevelParams.model_validate(
             {k: v for k, v in plan.params.items() if k not in ("noise_multiplier", "inner_noise_multiplier")}
         )

@@ -1,181 +1,88 @@
-"""The dp-sgd family behind the registry's protocol."""
+"""The dp-sgd family on the spine: its plan is the event tree of its steps (:func:`.privacy.mechanism`); rdp, tight,
+best, calibration and ε over training come from :class:`~accountants.planned.PlannedFamily`. What only dp-sgd adds:
+its wording, the ``paper`` row (no paper calibration of its own) and, for loaders without amplification, the Poisson
+answer shown beside the certified one and marked not valid."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
-from ...calibration import calibrate_rdp
-from ...checkpoints import CurveAnswer, CurveQuery, checkpoint_steps, epsilon_curve
-from ...events import DpEvent, prefix
-from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
-from ...mechanisms.gaussian import gaussian_noise_multiplier
+from ...events import DpEvent
+from ...family import Card
 from ...params import ParamsModel
+from ...planned import EarlyStops, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import (
-    PLAN_ACCOUNTANTS,
-    AccountantResult,
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    UtilityReport,
-    choose_accountant,
-)
+from ...reports import AccountantResult, Conventions, Noise
+from . import text
 from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, steps_and_rule
-from .privacy import (
-    _NOT_ASKED,
-    _PAPER_REASON,
-    _UTILITY_REASON,
-    _event,
-    _poisson_beside,
-    _rdp_accountant,
-    _rdp_method,
-    _rdp_result,
-    _tight_calibration,
-    _tight_result,
-)
-from .text import _conventions, _curve, _noise, _noise_multiplier, _notes, _require_finite
+from .privacy import PAPER_REASON, UTILITY_REASON, mechanism, poisson_assumed, rdp_method
 
 
 @register
-class DpSgd(AlgorithmFamily[DpSgdParams]):
+class DpSgd(PlannedFamily[DpSgdParams]):
     id = ALGORITHM_ID
     card = Card.load(__file__, ALGORITHM_ID)
     params_model = DpSgdParams
-    accountants = PLAN_ACCOUNTANTS
     noise_fields = ("noise_multiplier", "noise_std")
     example_target_epsilon = 3.0  # MNIST at ε = 3, the figure dp_accounting's and opacus' users compare with
     integer_knobs = MappingProxyType({"steps": ("epochs",), "epochs": ("steps",), "batch_size": ()})
+    utility_reason = UTILITY_REASON
+    paper_reason = PAPER_REASON
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """T subsampled Gaussian releases (Poisson or fixed-size batches) under the chosen neighbouring relation."""
         p = self.parse(params)
         steps, _ = steps_and_rule(p)
-        return MechanismPlan(_event(p, _noise_multiplier(p), steps), p.neighbouring, description=_rdp_method(p))
+        return MechanismPlan(mechanism(p, text.noise_multiplier(p), steps), p.neighbouring, description=rdp_method(p))
 
-    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """Heavy exactly where a privacy-loss distribution is built: batches below the full dataset, when the tight
-        accountant is asked for (``tight``, or ``best``, which needs its value)."""
-        p = self.parse(params)
-        builds_pld = not p.full_batch and p.sampling not in WITHOUT_AMPLIFICATION
-        asks_tight = operation is not Operation.UTILITY and accountant in ("best", "tight")
-        return Cost.HEAVY if builds_pld and asks_tight else Cost.CHEAP
+    def knob_value(self, params: DpSgdParams) -> float | None:
+        """noise_multiplier, or noise_std over the relation's sensitivity."""
+        if params.noise_multiplier is None and params.noise_std is None:
+            return None
+        return text.noise_multiplier(params)
 
-    # -- privacy ---------------------------------------------------------------------------------------------------
+    def conventions(self, params: DpSgdParams, plan: MechanismPlan) -> Conventions:
+        steps, rule = steps_and_rule(params)
+        return text.conventions(params, steps, rule)
 
-    def _privacy(self, query: PrivacyQuery[DpSgdParams]) -> PrivacyReport:
-        p, d, accountant = query.params, query.delta, query.accountant
-        z = _noise_multiplier(p)
-        steps, rule = steps_and_rule(p)
-        warnings: list[str] = []
+    def noise(self, params: DpSgdParams, value: float) -> Noise:
+        return text.noise(params, value)
 
-        conversion = query.known_rdp.get(steps) or _rdp_accountant(p).epsilon(
-            _event(p, z, steps), d, query.orders, query.refine
-        )
-        _require_finite(conversion.value, "noise_multiplier")
-        warnings += conversion.warnings
-        tight = _NOT_ASKED if accountant == "rdp" else query.known_tight.get(steps) or _tight_result(p, z, d, steps)
-        results = [_rdp_result(p, conversion), tight]
-        results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
-        if p.sampling in WITHOUT_AMPLIFICATION:
-            results.append(_poisson_beside(p, z, d, steps))
+    def rdp_method(self, params: DpSgdParams, plan: MechanismPlan) -> str:
+        return rdp_method(params)
 
-        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
-        accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
-        return accounted.privacy(
-            self.id, _noise(p, z), _conventions(p, steps, rule), warnings=tuple(warnings + _notes(p))
-        )
+    def extra_results(self, params: DpSgdParams, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
+        """The paper row (no paper calibration of its own) and, for a loader without amplification, the Poisson ε
+        it is often reported with (not valid for it)."""
+        rows = [AccountantResult.not_applicable("paper", PAPER_REASON)]
+        if params.sampling in WITHOUT_AMPLIFICATION:
+            steps, _ = steps_and_rule(params)
+            rows.append(poisson_assumed(params, text.noise_multiplier(params), delta, steps))
+        return rows
 
-    def _curve(self, query: PrivacyQuery[DpSgdParams], checkpoints: object) -> CurveAnswer:
-        """ε after each checkpoint: the run stopped after t steps is T = t (the same leaves; tight at each t)."""
-        p, d = query.params, query.delta
-        z = _noise_multiplier(p)
-        steps, _ = steps_and_rule(p)
-        per_epoch = p.dataset_size / p.batch_size
+    def extra_calibrations(self, params: DpSgdParams, target: float, delta: float) -> Sequence[AccountantResult]:
+        return [AccountantResult.not_applicable("paper", PAPER_REASON)]
+
+    def notes(self, params: DpSgdParams, plan: MechanismPlan) -> Sequence[str]:
+        return text.notes(params)
+
+    def early_stops(self, params: DpSgdParams, plan: MechanismPlan) -> EarlyStops:
+        """The run stopped after t steps is T = t (a prefix of the step tree; without amplification the release is
+        per epoch begun, not per step, so the tree of t steps itself)."""
+        steps, _ = steps_and_rule(params)
+        per_epoch = params.dataset_size / params.batch_size
 
         def epoch_steps() -> list[int]:
-            rounding = math.floor if p.epoch_rounding == "floor" else math.ceil
+            rounding = math.floor if params.epoch_rounding == "floor" else math.ceil
             ends = [rounding(e * per_epoch) for e in range(1, math.ceil(steps / per_epoch) + 1)]
             return [t for t in ends if 1 <= t < steps] + [steps]
 
-        whole = _event(p, z, steps)
+        def tree_of(t: int) -> DpEvent:
+            return mechanism(params, text.noise_multiplier(params), t)
 
-        def prefix_at(t: int) -> DpEvent:
-            # without amplification the release is per epoch begun, not per step: not a prefix of the step tree
-            event = _event(p, z, t) if p.sampling in WITHOUT_AMPLIFICATION else prefix(whole, t)
-            assert event is not None  # checkpoints are >= 1
-            return event
-
-        curve = CurveQuery(
-            prefix_at,
-            p.neighbouring,
-            d,
-            query.accountant,
-            query.orders,
-            query.refine,
-            epochs_at=lambda t: t / per_epoch,
-            tight_along=(lambda ts: [_tight_result(p, z, d, t) for t in ts]) if p.full_batch else None,
-        )
-        return epsilon_curve(curve, checkpoint_steps(checkpoints, steps, epoch_steps))
-
-    # -- calibration -----------------------------------------------------------------------------------------------
-
-    def _calibrate(self, query: CalibrationQuery[DpSgdParams]) -> CalibrationReport:
-        grid = None if query.orders is None else tuple(query.orders)
-        return _calibrate_cached(self, query.params, query.target_epsilon, query.delta, query.accountant, grid)
-
-    def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
-        self.parse(params)
-        return UtilityReport(self.id, (), _UTILITY_REASON)
-
-
-@lru_cache(maxsize=512)
-def _calibrate_cached(
-    family: DpSgd,
-    p: DpSgdParams,
-    target: float,
-    d: float,
-    accountant: str,
-    grid: tuple[float, ...] | None,
-) -> CalibrationReport:
-    steps, rule = steps_and_rule(p)
-    orders = None if grid is None else np.array(grid)
-    rdp = _rdp_accountant(p)
-    results: list[AccountantResult] = []
-
-    full_batch = p.full_batch
-    z_gaussian = gaussian_noise_multiplier(target, d, steps) if full_batch else None
-
-    def curve_of(z: float) -> Callable[[np.ndarray], np.ndarray]:
-        return rdp.curve(_event(p, z, steps))
-
-    calibration = calibrate_rdp(curve_of, d, target, orders=orders, initial=z_gaussian or 1.0)
-    results.append(_rdp_result(p, calibration.conversion, calibration.noise))
-    if accountant == "rdp" and not full_batch:
-        results.append(_NOT_ASKED)  # the PLD calibration costs ~10 PLD builds: only where its answer is asked for
-    else:
-        results.append(_tight_calibration(p, target, d, steps, z_gaussian, calibration.noise))
-    results.append(AccountantResult.not_applicable("paper", _PAPER_REASON))
-
-    chosen = choose_accountant(results, accountant, key="noise_multiplier", supported=family.supported_accountants())
-    z = chosen.noise_multiplier
-    assert z is not None  # every applicable calibration result carries its multiplier
-    conversion = calibration.conversion if chosen.name == "rdp" else rdp.epsilon(_event(p, z, steps), d, orders)
-    accounted = Accounted(tuple(results), chosen, d, conversion.optimal_order, _curve(conversion))
-    return accounted.calibration(
-        family.id,
-        _noise(p, z),
-        _conventions(p, steps, rule),
-        target,
-        z,
-        noise_std=z * p.sensitivity,
-        utility_reason=_UTILITY_REASON,
-        paper_reason=_PAPER_REASON,
-        warnings=conversion.warnings + tuple(_notes(p)),
-    )
+        without = params.sampling in WITHOUT_AMPLIFICATION
+        return EarlyStops(steps, tree_of if without else None, epoch_steps, lambda t: t / per_epoch)

@@ -15,7 +15,7 @@ from ...synthetic.logistic import logistic_data, logistic_optimum
 from ...verification import (
     BlockResult,
     Job,
-    Plan,
+    JobPlan,
     Simulator,
     allocation_canary_scores,
     canary_llr_scores,
@@ -57,7 +57,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     version = 2
     """2: batches drawn by :mod:`.batches` (other random draws than version 1's inclusion masks)."""
 
-    def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> Plan:
+    def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> JobPlan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
         report = job.privacy()
         z = report.required_noise.noise_multiplier
@@ -112,7 +112,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             gaussian_mu=None if exact is None else math.sqrt(steps) / z,  # the canary's shift over the noise, T times
         )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         p = plan.params
         steps = plan.problem["steps"]
         result: dict[str, np.ndarray] = {}

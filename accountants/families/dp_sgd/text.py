@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ...conversions import Conversion
-from ...errors import ParameterError
 from ...params import resolve_noise_multiplier
-from ...reports import Conventions, Noise, RdpCurve
+from ...reports import Conventions, Noise
 from .params import (
     _SAMPLING_TEXT,
     _SENSITIVITY_RULE,
@@ -20,21 +18,11 @@ from .params import (
 # -- presentation ----------------------------------------------------------------------------------------------------
 
 
-def _noise_multiplier(p: DpSgdParams) -> float:
+def noise_multiplier(p: DpSgdParams) -> float:
     return resolve_noise_multiplier(p.noise_multiplier, p.noise_std, p.sensitivity)
 
 
-def _require_finite(value: float, field: str) -> None:
-    if not math.isfinite(value):
-        raise ParameterError.single(field, "is too small for a finite ε bound at this δ", "a larger value")
-
-
-def _curve(conversion: Conversion) -> RdpCurve:
-    eps: list[float | None] = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
-    return RdpCurve(tuple(float(a) for a in conversion.orders), tuple(eps))
-
-
-def _noise(p: DpSgdParams, z: float) -> Noise:
+def noise(p: DpSgdParams, z: float) -> Noise:
     return Noise.scaled(
         z,
         p.sensitivity,
@@ -43,7 +31,7 @@ def _noise(p: DpSgdParams, z: float) -> Noise:
     )
 
 
-def _conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
+def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
     if p.sampling in WITHOUT_AMPLIFICATION:
         epochs = participations(p, steps)
         cap = f", at most ⌈epochs⌉ = {math.ceil(p.epochs)}" if p.epochs is not None else ""
@@ -78,7 +66,7 @@ _NO_AMPLIFICATION = (
 )
 
 
-def _notes(p: DpSgdParams) -> list[str]:
+def notes(p: DpSgdParams) -> list[str]:
     notes = []
     if p.sampling in WITHOUT_AMPLIFICATION:
         notes.append(_NO_AMPLIFICATION.format(sampler=p.sampling))

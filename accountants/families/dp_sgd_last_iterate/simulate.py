@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import ParameterError
 from ...params import ParamsModel, param
 from ...synthetic.logistic import logistic_data, logistic_loss, logistic_optimum
-from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
+from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from .params import ALGORITHM_ID, LastIterateParams
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"simulation": 3.3e-08}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
-    def plan(self, job: Job[LastIterateParams, LastIterateProblem]) -> Plan:
+    def plan(self, job: Job[LastIterateParams, LastIterateProblem]) -> JobPlan:
         from ...mechanisms.gaussian import gdp_epsilon
 
         p, pr, delta, checks = job.params, job.problem, job.delta, job.checks
@@ -83,7 +83,7 @@ class LastIterateSimulator(Simulator[LastIterateParams, LastIterateProblem]):
             work=work,
         )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         p, problem = plan.params, plan.problem
         if problem["kind"] == "linear-gaussian":
             return _run_linear(plan, p, problem, rng, trials)
@@ -125,7 +125,7 @@ def _linear_expected_excess(a: float, p: LastIterateParams, steps: int, records:
 
 
 def _run_linear(
-    plan: Plan, p: Mapping[str, Any], problem: Mapping[str, Any], rng: np.random.Generator, trials: int
+    plan: JobPlan, p: Mapping[str, Any], problem: Mapping[str, Any], rng: np.random.Generator, trials: int
 ) -> BlockResult:
     a, lam, C, b = problem["curvature"], p["stepsize"], p["clip_norm"], p["batch_size"]
     steps, sigma, slot = problem["steps"], problem["noise_std"], problem["slot"]
@@ -156,7 +156,7 @@ def _logistic_features(seed: int, n: int, dimension: int) -> tuple[np.ndarray, n
 
 
 def _run_logistic(
-    plan: Plan, p: Mapping[str, Any], problem: Mapping[str, Any], rng: np.random.Generator, trials: int
+    plan: JobPlan, p: Mapping[str, Any], problem: Mapping[str, Any], rng: np.random.Generator, trials: int
 ) -> BlockResult:
     features, labels = _logistic_features(plan.seed, p["dataset_size"], problem["dimension"])
     lam, C, b = p["stepsize"], p["clip_norm"], p["batch_size"]

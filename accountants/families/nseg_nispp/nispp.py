@@ -35,7 +35,7 @@ from ...params import ParamsModel
 from ...registry import register
 from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import Plan, register_simulator
+from ...verification import JobPlan, register_simulator
 from .answers import finite_bounds
 from .family import CalibratedUtility, NoisyViFamily, Wording
 from .nispp_params import MAX_INNER_ITERATIONS, NisppParams, Setting, paper_statement, setting
@@ -277,7 +277,7 @@ class NisppSimulator(BilinearSimulator[NisppParams]):
         radius = p.diameter / (2.0 * math.sqrt(2.0))
         return sigma / min(p.lipschitz / (setting(p).regularization * p.batch_size), radius)
 
-    def run(self, plan: Plan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
+    def run(self, plan: JobPlan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
         p, resolved = plan.params, plan.problem
         steps, sigma = resolved["steps"], resolved["noise_std"]
         lam, nu = resolved["regularization"], resolved["inner_tolerance"]

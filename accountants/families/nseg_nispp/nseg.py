@@ -36,7 +36,7 @@ from ...params import MAX_COUNT, ParamsModel, noise_multiplier_param, param
 from ...registry import register
 from ...reports import Assumption, Conventions, Noise, Recommendation, Release, UtilityBound, UtilityReport
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import Plan, register_simulator
+from ...verification import JobPlan, register_simulator
 from .answers import finite_bounds, resolve_multiplier
 from .family import CalibratedUtility, NoisyViFamily, Wording
 from .params import MAX_STEPS, SOURCE, BilinearProblemSettings, NoisyViParams, common_issues, sampling_notes
@@ -352,7 +352,7 @@ class NsegSimulator(BilinearSimulator[NsegParams]):
         """The canary F ≡ ±M·v shifts its evaluation by ±M/B: noise in those units is σB/M = 2z."""
         return sigma * p.batch_size / p.lipschitz
 
-    def run(self, plan: Plan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
+    def run(self, plan: JobPlan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
         p, resolved = plan.params, plan.problem
         steps, gamma, sigma = resolved["steps"], resolved["stepsize"], resolved["noise_std"]
         d = problem.dimension

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...synthetic.bilinear import BilinearProblem
-from ...verification import BlockResult, Job, Plan, Simulator, canary_llr_scores
+from ...verification import BlockResult, Job, JobPlan, Simulator, canary_llr_scores
 from .params import BilinearProblemSettings, NoisyViParams
 
 # -- simulation on bilinear saddle points ------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
         """The noise std in units of the canary's contribution to a release."""
 
     @abstractmethod
-    def run(self, plan: Plan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
+    def run(self, plan: JobPlan, problem: BilinearProblem, rng: np.random.Generator, trials: int) -> np.ndarray:
         """The measured gaps of ``trials`` independent runs."""
 
     @abstractmethod
@@ -94,7 +94,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
         """Why the audit is not offered for these parameters (None: it is)."""
         return None
 
-    def plan(self, job: Job[S, BilinearProblemSettings]) -> Plan:
+    def plan(self, job: Job[S, BilinearProblemSettings]) -> JobPlan:
         p, delta, checks, trials = job.params, job.delta, job.checks, job.trials
         self._check_simulable(job)
         report = job.privacy()
@@ -166,7 +166,7 @@ class BilinearSimulator(Simulator[S, BilinearProblemSettings]):
                 p.lipschitz,
             )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         p, resolved = plan.params, plan.problem
         result: dict[str, np.ndarray] = {}
         if "utility" in plan.checks:

@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import FieldIssue, ParameterError
 from ...mechanisms.gaussian import gdp_epsilon
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
+from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from .params import ALGORITHM_ID, CONSTANT_RANGE, PHASED, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, mechanism
 from .privacy import gdp_parameter, paper_failure_probability, releases_per_record
@@ -125,7 +125,7 @@ class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 2.3e-09, "privacy-audit": 1e-09}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
-    def plan(self, job: Job[PhasedOutputPerturbationParams, PhasedOutputPerturbationProblem]) -> Plan:
+    def plan(self, job: Job[PhasedOutputPerturbationParams, PhasedOutputPerturbationProblem]) -> JobPlan:
         from ...synthetic import output_perturbation as synthetic
 
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
@@ -180,7 +180,7 @@ class PhasedOutputPerturbationSimulator(Simulator[PhasedOutputPerturbationParams
             work=work,
         )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         from ...synthetic import output_perturbation as synthetic
 
         problem = plan.problem

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...params import ParamsModel, param
-from ...verification import BlockResult, Job, Plan, Simulator, register_simulator
+from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from .params import ALGORITHM_ID, SADDLE_VARIANTS, PrivateMirrorDescentParams
 from .plan import Schedule, schedule
 from .utility import _EXPLICIT_SOURCE, ell12, explicit_gap_bound, regime
@@ -53,7 +53,7 @@ class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescent
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 2.1e-08, "privacy-audit": 2.8e-08}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
 
-    def plan(self, job: Job[PrivateMirrorDescentParams, MirrorDescentProblem]) -> Plan:
+    def plan(self, job: Job[PrivateMirrorDescentParams, MirrorDescentProblem]) -> JobPlan:
         p, pr, checks, trials, seed = job.params, job.problem, job.checks, job.trials, job.seed
         report = job.privacy()
         sched = schedule(p)
@@ -89,7 +89,7 @@ class MirrorDescentSimulator(Simulator[PrivateMirrorDescentParams, MirrorDescent
             work=work,
         )
 
-    def run_block(self, plan: Plan, rng: np.random.Generator, trials: int) -> BlockResult:
+    def run_block(self, plan: JobPlan, rng: np.random.Generator, trials: int) -> BlockResult:
         p, pb = plan.params, plan.problem
         result: dict[str, np.ndarray] = {}
         if pb["kind"] == "matrix-game":
