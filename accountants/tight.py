@@ -96,6 +96,11 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
         return []
     accountant = PldAccountant(neighbouring)
     last, _, plans = _tight(events[-1], accountant, delta, None, lower=True)
+    if last.applicable and last.epsilon == 0.0:
+        # the whole run is (0, δ)-DP; each prefix releases less (its δ(0) is at most the run's), so is too
+        zero = "ε = 0 at this δ for the whole run, hence for every prefix (a prefix is a post-processing of the run)"
+        zero = f"{zero}; {last.method}"
+        return [*(AccountantResult.certified("tight", 0.0, zero) for _ in events[:-1]), last]
     pld_rows = [k for k, event in enumerate(events[:-1]) if not gdp.is_gaussian(event)]
     from_run = dict(zip(pld_rows, accountant.prefix_epsilons(plans, [events[k] for k in pld_rows], delta), strict=True))
     near: PldAnswer | None = None

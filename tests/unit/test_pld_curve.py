@@ -138,3 +138,19 @@ def test_prefixes_of_a_two_phase_run_and_out_of_order_prefixes():
         assert answer is not None
         assert answer.value == pytest.approx(accountant.epsilon(event, 1e-5).value, rel=1e-4)
         assert math.isfinite(answer.error_allowance) and 0.0 <= answer.error_allowance <= 1e-4 * 1e-5 + 1e-12
+
+
+def test_a_run_that_is_zero_epsilon_at_delta_has_zero_epsilon_prefixes():
+    """δ at least the whole run's δ(0): every prefix is (0, δ)-DP too, answered without a PLD per prefix; each agrees
+    with the prefix queried on its own, and with the closed form δ(0) = 2Φ(μ/2) − 1 of a Gaussian run."""
+    run = SelfComposedEvent(PoissonSampledEvent(0.004, GaussianEvent(1.1)), 2000)
+    delta = 1.0 - 1e-12
+    prefixes = [SelfComposedEvent(PoissonSampledEvent(0.004, GaussianEvent(1.1)), t) for t in (1, 500, 1999)] + [run]
+    answers = tight_epsilons(prefixes, "add-remove", delta)
+    assert [a.epsilon for a in answers] == [0.0] * 4 and "every prefix" in (answers[0].method or "")
+    assert all(tight_epsilon(event, "add-remove", delta).epsilon == 0.0 for event in prefixes[:-1])
+    gaussian = [SelfComposedEvent(GaussianEvent(3.0), t) for t in (1, 10, 100)]
+    mu = math.sqrt(100) / 3.0
+    delta_zero = math.erf(mu / (2.0 * math.sqrt(2.0)))  # 2Φ(μ/2) − 1
+    assert [a.epsilon for a in tight_epsilons(gaussian, "add-remove", delta_zero * (1 + 1e-9))] == [0.0] * 3
+    assert tight_epsilons(gaussian, "add-remove", delta_zero * 0.9)[-1].epsilon > 0.0
