@@ -135,6 +135,7 @@ def _reference_loss(rng, features, labels, q, steps, clip, std, lr):
     return float(np.mean(np.logaddexp(0.0, -labels * (features @ theta))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", [0.05, 1.0])
 def test_vectorised_training_has_the_reference_loops_loss_distribution(q):
     """The mean final loss of 512 vectorised runs equals that of 200 record-by-record runs (two-sample t-test)."""

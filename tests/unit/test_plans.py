@@ -68,6 +68,7 @@ def test_the_last_iterate_plan_is_one_zcdp_release_whose_curve_is_the_familys():
     np.testing.assert_allclose(RdpAccountant("replace-one").rdp(plan.event, orders), report.rdp.epsilons, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_account_plan_reads_any_event_tree_and_spends_the_reserved_delta():
     """The spine's answer for a plan (what /v1/compose will serve): rdp on any tree; tight exact for Gaussian trees,
     the PLD accountant for the trees it reads (within 1e-3 of dp_accounting's PLD), not applicable otherwise."""

@@ -40,6 +40,7 @@ def _exact_delta(probs: np.ndarray, offset: int, infinity: float, grid: float, c
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("q", "z", "run", "prefix"), [(0.05, 1.0, 200, 50), (0.02, 0.8, 300, 120)])
 def test_certified_delta_at_knots_bounds_the_exact_composition_tightly(q, z, run, prefix):
     accountant = PldAccountant("add-remove")
@@ -58,6 +59,7 @@ def test_certified_delta_at_knots_bounds_the_exact_composition_tightly(q, z, run
         assert np.all(certified <= exact * (1 + 1e-5))  # and a tight one (its error terms within 1e-5 of δ here)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("q", "z", "steps"), [(0.01, 1.0, 2000), (0.05, 0.9, 400)])
 def test_prefixes_against_dp_accounting(q, z, steps):
     points = [steps // 8, steps // 4, steps // 2, 3 * steps // 4]

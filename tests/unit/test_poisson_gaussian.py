@@ -87,6 +87,7 @@ def test_small_orders_closer_to_exact_than_prv():
     assert prv < exact  # prv-accountant 0.2.0 under-reports here
 
 
+@pytest.mark.slow
 def test_random_fractional_orders_against_quadrature():
     rng = np.random.default_rng(7)
     for _ in range(25):
