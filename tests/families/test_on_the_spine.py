@@ -1,0 +1,75 @@
+"""A family on the spine (:class:`~accountants.planned.PlannedFamily`) answers exactly as a composition of its own
+algorithm node: /v1/privacy equals /v1/compose, and /v1/calibrate equals /v1/compose/calibrate on the family's noise
+pointer, for every plan accountant and several configurations (the same event tree through the same accountants,
+so equal to the last digit, not within a tolerance). The numbers themselves are checked against independent sources
+in each family's tests; this one checks that there is one engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from accountants import registry
+from accountants.pipeline import Composition, calibrate, privacy
+from accountants.planned import PlannedFamily
+
+from .toy_family import registered
+
+DELTA = 1e-6
+
+DP_SGD = [
+    {"dataset_size": 60000, "batch_size": 256, "epochs": 2, "noise_multiplier": 1.1},
+    {"dataset_size": 1000, "batch_size": 1000, "steps": 50, "noise_multiplier": 3.0},  # full batch
+    {"dataset_size": 5000, "batch_size": 50, "steps": 200, "noise_multiplier": 1.3, "neighbouring": "replace-one"},
+    {"dataset_size": 5000, "batch_size": 50, "steps": 200, "noise_multiplier": 1.3, "sampling": "fixed-size",
+     "neighbouring": "replace-one"},
+    {"dataset_size": 2000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0, "sampling": "shuffle"},
+    {"dataset_size": 4000, "batch_size": 40, "steps": 100, "noise_std": 0.9},
+]  # fmt: skip
+TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
+
+
+def _node(algorithm: str, params: dict[str, object]) -> dict[str, object]:
+    return {"type": "algorithm", "algorithm": algorithm, "params": params}
+
+
+def _same_privacy(family: PlannedFamily, params: dict[str, object], accountant: str) -> None:
+    own = family.privacy(params, DELTA, accountant)
+    relation = family.plan(params, DELTA).neighbouring
+    composed = privacy(Composition(_node(family.id, params), DELTA, accountant, relation))
+    assert own.accountant == composed.accountant and own.epsilon == composed.epsilon, (params, accountant)
+    theirs = {a.name: a.epsilon for a in composed.accountants}
+    for result in own.accountants:
+        if result.name in theirs:
+            assert result.epsilon == theirs[result.name], (params, accountant, result.name)
+
+
+def _same_calibration(family: PlannedFamily, params: dict[str, object], accountant: str, target: float) -> None:
+    knob = family.knob.field
+    given = {k: v for k, v in params.items() if k not in family.noise_fields}
+    own = family.calibrate(given, target, DELTA, accountant)
+    relation = family.plan(params, DELTA).neighbouring
+    node = _node(family.id, given | {knob: 1.0})
+    composed = calibrate(Composition(node, DELTA, accountant, relation), target, f"/params/{knob}")
+    assert own.calibrated_value == composed.calibrated_value, (params, accountant)
+    assert own.epsilon == composed.epsilon and own.accountant == composed.accountant
+
+
+@pytest.mark.parametrize("params", DP_SGD)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_dp_sgd_privacy_is_its_composition(params, accountant):
+    _same_privacy(registry.get("dp-sgd"), params, accountant)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params", DP_SGD[1:])
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_dp_sgd_calibration_is_its_composition(params, accountant):
+    _same_calibration(registry.get("dp-sgd"), params, accountant, 2.0)
+
+
+@pytest.mark.parametrize("params", TOY)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_a_new_family_is_its_composition(params, accountant):
+    with registered() as family:
+        _same_privacy(family, params, accountant)
+        _same_calibration(family, params, accountant, 1.5)
