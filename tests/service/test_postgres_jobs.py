@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -62,10 +63,13 @@ def _database(server: str, name: str) -> str:
     return server.rsplit("/", 1)[0] + f"/{name}"
 
 
-def _claim_all(location: str) -> list[str]:
+def _claim_all(location: str, start: Any) -> list[str]:
+    """Claim jobs until none is left, after every claimer has opened its store (``start``: a barrier shared by all,
+    so that a busy machine starting the processes one by one does not let the first claim everything alone)."""
     from app.jobs.store import JobStore
 
     store = JobStore(location)
+    start.wait()
     claimed = []
     while (job := store.claim(f"claimer-{os.getpid()}", 60.0)) is not None:
         claimed.append(job.id)
@@ -82,8 +86,10 @@ def test_the_schema_is_versioned_and_each_job_is_claimed_once(backend, postgres,
     assert store.migrate() == MIGRATIONS[-1][0]  # applied once; a second start changes nothing
     created = {store.create("dp-sgd", {"k": k}, f"h{k}", {}, 1, None, 10**6)[0].id for k in range(400)}
     store.close()
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        claims = pool.map(_claim_all, [location] * 4)
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(4) as pool:
+        start = manager.Barrier(4, timeout=120)
+        claims = pool.starmap(_claim_all, [(location, start)] * 4)
     everything = [job for claimed in claims for job in claimed]
     assert len(everything) == len(set(everything)) == 400
     assert set(everything) == created
