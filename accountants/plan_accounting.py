@@ -23,7 +23,7 @@ from .conversions import Conversion
 from .errors import CalibrationError, ParameterError
 from .plans import Knob, MechanismPlan
 from .rdp import RdpAccountant, UnsupportedEventError
-from .reports import AccountantResult, RdpCurve, not_asked
+from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
 from .tight import tight_calibration, tight_epsilon
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
@@ -84,7 +84,24 @@ def _tight(
     if accountant == "rdp":
         return not_asked()
     result = known or tight_epsilon(plan.event, plan.neighbouring, accounted)
-    return result if result.applicable else _not_applicable(result.reason or "", tight_reason)
+    if not result.applicable:
+        return _not_applicable(result.reason or "", tight_reason)
+    return with_reserved_delta(result, plan.reserved_delta)
+
+
+def with_reserved_delta(result: AccountantResult, reserved: float) -> AccountantResult:
+    """A tight answer for releases accounted at δ less ``reserved`` (δ spent outside them, e.g. a solver's failure
+    probability, added by a union bound): an upper bound, no longer exact, and without a lower bound — a mechanism that
+    fails with that probability and then reveals the record meets δ with (δ − reserved)/(1 − reserved) for its
+    releases, so the true ε can lie below the releases' own."""
+    if reserved <= 0.0:
+        return result
+    return replace(
+        result,
+        kind=Guarantee.CERTIFIED,
+        guarantee="upper bound: exact for the releases at δ less the δ spent outside them, which a union bound adds",
+        epsilon_lower=None,
+    )
 
 
 def _not_applicable(reason: str, tight_reason: str | None) -> AccountantResult:
@@ -119,7 +136,7 @@ def calibrate_plan(
         found, tight = tight_calibration(
             lambda x: plan_at(x).event, reference.neighbouring, accounted, target, initial, knob.field
         )
-        tight = replace(tight, calibrated_value=knob.from_noise(found))
+        tight = replace(with_reserved_delta(tight, reference.reserved_delta), calibrated_value=knob.from_noise(found))
     except CalibrationError as error:
         tight = _not_applicable(str(error), tight_reason)
     if accountant == "best" and not rdp.applicable and not tight.applicable:

@@ -77,12 +77,16 @@ def test_every_job_example_is_accepted(http):
 
 
 def test_every_tight_answer_has_its_certified_lower_bound():
-    """Every algorithm's example answers (equal to the live ones: above) bracket their tight ε: epsilon_lower ≤ ε."""
+    """Every algorithm's example answers (equal to the live ones: above) bracket their tight ε: epsilon_lower ≤ ε —
+    except where δ is spent outside the releases (phased output perturbation's solver failures): then the answer is
+    an upper bound only, and says so."""
     seen = 0
     for path in ("/v1/privacy", "/v1/calibrate"):
         for algorithm, answer in ANSWERS[path].items():
             for result in answer["accountants"]:
-                if result["name"] == "tight" and result["applicable"]:
+                if result["name"] == "tight" and result["applicable"] and "spent outside" in result["guarantee"]:
+                    assert algorithm == "phased-output-perturbation" and result["epsilon_lower"] is None
+                elif result["name"] == "tight" and result["applicable"]:
                     seen += 1
                     assert result["epsilon_lower"] is not None, (path, algorithm)
                     assert 0.0 <= result["epsilon_lower"] <= result["epsilon"], (path, algorithm)

@@ -99,3 +99,33 @@ def test_account_plan_reads_any_event_tree_and_spends_the_reserved_delta():
     assert exact.epsilon == pytest.approx(gaussian_epsilon(1.0, DELTA), rel=1e-12)
     with pytest.raises(ParameterError, match="delta"):
         account_plan(MechanismPlan(mixed, "add-remove", reserved_delta=DELTA), DELTA)
+
+
+def test_delta_spent_outside_the_releases_makes_tight_an_upper_bound_without_a_lower_one():
+    """With δ reserved outside the tree (a solver's failure probability), tight is the exact Gaussian ε at δ less it
+    (the closed form, written out here), reported as a certified upper bound with no lower bound; without a reserve
+    the same releases are exact with their bracket."""
+    import math
+
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from accountants.events import GaussianEvent, SelfComposedEvent
+    from accountants.plan_accounting import account_plan
+    from accountants.plans import MechanismPlan
+    from accountants.reports import Guarantee
+
+    def gaussian_epsilon(mu: float, delta: float) -> float:  # Balle & Wang 2018, Thm. 8, solved for ε
+        def gap(eps: float) -> float:
+            return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta
+
+        return float(brentq(gap, 0.0, 100.0, xtol=1e-14))
+
+    event = SelfComposedEvent(GaussianEvent(2.0), 2)
+    reserved = account_plan(MechanismPlan(event, "replace-one", reserved_delta=4e-6), 1e-5, "tight").results[1]
+    plain = account_plan(MechanismPlan(event, "replace-one"), 1e-5, "tight").results[1]
+    assert reserved.epsilon == pytest.approx(gaussian_epsilon(math.sqrt(2) / 2.0, 6e-6), rel=1e-9)
+    assert reserved.kind is Guarantee.CERTIFIED and reserved.epsilon_lower is None
+    assert "spent outside" in (reserved.guarantee or "")
+    assert plain.kind is Guarantee.EXACT and plain.epsilon_lower is not None
+    assert plain.epsilon == pytest.approx(gaussian_epsilon(math.sqrt(2) / 2.0, 1e-5), rel=1e-9)

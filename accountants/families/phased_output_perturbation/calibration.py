@@ -11,6 +11,7 @@ from ... import gdp
 from ...errors import CalibrationError
 from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE
+from ...plan_accounting import with_reserved_delta
 from ...reports import AccountantResult, PaperCalibration, Recommendation
 from .params import ALGORITHM, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, mechanism
@@ -75,13 +76,14 @@ def calibration_results(target: Target, z_tight: float) -> list[AccountantResult
     """rdp, tight and paper at their own multipliers for the target."""
     p, cls = target.params, target.params.problem_class
     count = releases_per_record(cls)
-    tight = gdp.exact_result(
+    exact = gdp.exact_result(
         gdp_parameter(cls, z_tight),
         target.gaussian_delta,
         _TIGHT_METHOD,
         guarantee=_TIGHT_GUARANTEE,
         noise_multiplier=z_tight,
     )
+    tight = with_reserved_delta(exact, target.failure[1])
     z_paper = target.paper_noise
     if z_paper is None:
         paper = AccountantResult.not_applicable("paper", _overflow(target))

@@ -11,6 +11,7 @@ from ...errors import FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
 from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
+from ...plan_accounting import with_reserved_delta
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import (
@@ -79,7 +80,10 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         rdp, alpha = epsilon_for_linear_rdp(rho, gaussian_delta)
         results = [
             AccountantResult.certified("rdp", rdp, _RDP_METHOD, optimal_order=_order(alpha)),
-            gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, _TIGHT_METHOD, guarantee=_TIGHT_GUARANTEE),
+            with_reserved_delta(
+                gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, _TIGHT_METHOD, guarantee=_TIGHT_GUARANTEE),
+                delta_fail,
+            ),
             _paper_result(p, z, d, probability),
         ]
         chosen = choose_accountant(results, accountant)

@@ -78,6 +78,8 @@ def solver_failure(p: PhasedOutputPerturbationParams, delta: float) -> tuple[flo
 
 
 _TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
+"""(With δ_fail > 0 the answer is a certified upper bound without a lower one: :func:`~accountants.plan_accounting.
+with_reserved_delta`.)"""
 _TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) of the run's Gaussian DP μ = √c/z (c = Gaussian releases a record "
     "influences: parallel composition across phases, Lemma A.1; exact GDP composition of x/y and of Algorithms 4/5), "
