@@ -29,9 +29,9 @@ import numpy as np
 from .conversions import Conversion, epsilon_from_rdp_rows, rows_share_orders
 from .errors import ParameterError
 from .events import DpEvent, leaves
+from .plan_accounting import EVENT_ACCOUNTANTS, asks
 from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, CurvePoint
-from .tight import tight_epsilons
 
 MAX_CHECKPOINTS = 1000
 """Most checkpoints in one request."""
@@ -125,9 +125,6 @@ class CurveQuery:
     orders: np.ndarray | None = None
     refine: bool = True
     epochs_at: Callable[[int], float] | None = None
-    tight_along: Callable[[Sequence[int]], Sequence[AccountantResult]] | None = None
-    """The tight accountant's answers at these step counts, where a family has its own (default: the spine's
-    :func:`~accountants.tight.tight_epsilons` on the prefixes)."""
 
 
 @dataclass(frozen=True)
@@ -137,48 +134,59 @@ class CurveAnswer:
 
     points: tuple[CurvePoint, ...]
     rdp: Mapping[int, Conversion]
-    tight: Mapping[int, AccountantResult]
-    """The tight accountant's answer at each checkpoint where it was asked for (the last one as a query on its own
-    would get it: :func:`~accountants.tight.tight_epsilons`)."""
+    others: Mapping[str, Mapping[int, AccountantResult]]
+    """Each other accountant's answer at each checkpoint where it was asked for, by name (the last one as a query on
+    its own would get it, e.g. :func:`~accountants.tight.tight_epsilons`)."""
+
+    def known_at(self, steps: int) -> dict[str, AccountantResult]:
+        """The other accountants' answers at ``steps`` (what :func:`~accountants.plan_accounting.account_plan` need
+        not compute again)."""
+        return {name: answers[steps] for name, answers in self.others.items() if steps in answers}
 
 
 def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:
-    """ε after each step count: the accountant asked for (``best``: the smaller certified one at each point); the
-    tight accountant is run only where it is asked for."""
+    """ε after each step count: the accountant asked for (``best``: the smallest certified one at each point); an
+    accountant beside rdp (:data:`~accountants.plan_accounting.EVENT_ACCOUNTANTS`) is run only where it is asked for."""
     events = [query.prefix_at(t) for t in steps]
     rdp_answers = _rdp_answers(query, events)
-    tight_answers: Sequence[AccountantResult | None] = [None] * len(events)
-    if query.accountant != "rdp":
-        if query.tight_along is not None:
-            tight_answers = query.tight_along(steps)
-        else:
-            tight_answers = tight_epsilons(events, query.neighbouring, query.delta)
-    points: list[CurvePoint] = []
-    for t, conversion, tight in zip(steps, rdp_answers, tight_answers, strict=True):
-        candidates = [] if conversion is None else [("rdp", conversion.value)]
-        if conversion is None and query.accountant == "rdp":
-            raise ParameterError.single("checkpoints", f"the rdp accountant does not apply at {t} steps", "accountant")
-        if tight is not None:
-            if tight.applicable and tight.epsilon is not None:
-                candidates.append(("tight", tight.epsilon))
-            elif query.accountant == "tight":
-                raise ParameterError.single(
-                    "checkpoints", f"the tight accountant does not apply at {t} steps: {tight.reason}", "accountant"
-                )
-        if query.accountant != "best":
-            candidates = [c for c in candidates if c[0] == query.accountant]
-        if not candidates:
-            raise ParameterError.single("checkpoints", f"no accountant applies at {t} steps", "accountant")
-        name, epsilon = min(candidates, key=lambda c: c[1])
-        if not math.isfinite(epsilon):
-            raise ParameterError.single(
-                "checkpoints", f"no finite ε at {t} steps at this δ", "more noise or a larger δ"
-            )
-        epochs = query.epochs_at(t) if query.epochs_at is not None else None
-        points.append(CurvePoint(t, epochs, epsilon, name))
-    asked = {t: result for t, result in zip(steps, tight_answers, strict=True) if result is not None}
+    others = {
+        other.name: other.along(events, query.neighbouring, query.delta)
+        for other in EVENT_ACCOUNTANTS
+        if asks(query.accountant, other.name)
+    }
+    points = [
+        _point(query, t, conversion, {name: answers[k] for name, answers in others.items()})
+        for k, (t, conversion) in enumerate(zip(steps, rdp_answers, strict=True))
+    ]
     converted = {t: c for t, c in zip(steps, rdp_answers, strict=True) if c is not None}
+    asked = {name: dict(zip(steps, answers, strict=True)) for name, answers in others.items()}
     return CurveAnswer(tuple(points), converted, asked)
+
+
+def _point(
+    query: CurveQuery, t: int, conversion: Conversion | None, others: Mapping[str, AccountantResult]
+) -> CurvePoint:
+    """The checkpoint at ``t`` steps from each accountant's answer there (an error naming the one asked for where it
+    does not apply)."""
+    if conversion is None and query.accountant == "rdp":
+        raise ParameterError.single("checkpoints", f"the rdp accountant does not apply at {t} steps", "accountant")
+    candidates = [] if conversion is None else [("rdp", conversion.value)]
+    for name, result in others.items():
+        if result.applicable and result.epsilon is not None:
+            candidates.append((name, result.epsilon))
+        elif query.accountant == name:
+            raise ParameterError.single(
+                "checkpoints", f"the {name} accountant does not apply at {t} steps: {result.reason}", "accountant"
+            )
+    if query.accountant != "best":
+        candidates = [c for c in candidates if c[0] == query.accountant]
+    if not candidates:
+        raise ParameterError.single("checkpoints", f"no accountant applies at {t} steps", "accountant")
+    name, epsilon = min(candidates, key=lambda c: c[1])
+    if not math.isfinite(epsilon):
+        raise ParameterError.single("checkpoints", f"no finite ε at {t} steps at this δ", "more noise or a larger δ")
+    epochs = query.epochs_at(t) if query.epochs_at is not None else None
+    return CurvePoint(t, epochs, epsilon, name)
 
 
 def _rdp_answers(query: CurveQuery, events: Sequence[DpEvent]) -> list[Conversion | None]:

@@ -29,8 +29,9 @@ from .conversions import DEFAULT_ORDERS, Conversion, order_grid
 from .errors import ParameterError, UnsupportedAccountantError
 from .knobs import KNOBS, calibrate_integer
 from .params import ParamsModel, parse_params
+from .plan_accounting import accountant_names
 from .plans import MechanismPlan
-from .reports import ACCOUNTANT_NAMES, AccountantResult, CalibrationReport, PrivacyReport, UtilityReport, calibration_of
+from .reports import AccountantResult, CalibrationReport, PrivacyReport, UtilityReport, calibration_of
 from .statement import privacy_statement
 from .verification import simulator_for
 
@@ -143,8 +144,8 @@ class PrivacyQuery(Generic[P]):
     known_rdp: Mapping[int, Conversion] = field(default_factory=dict)
     """Rényi conversions this request already made, by step count (ε over training makes one at each checkpoint,
     the whole run's among them): a family uses the one at its own step count instead of converting again."""
-    known_tight: Mapping[int, AccountantResult] = field(default_factory=dict)
-    """Likewise the tight accountant's answers (:attr:`CurveAnswer.tight`)."""
+    known_others: Mapping[str, Mapping[int, AccountantResult]] = field(default_factory=dict)
+    """Likewise the other accountants' answers, by name and step count (:attr:`CurveAnswer.others`)."""
 
     @property
     def grid(self) -> np.ndarray:
@@ -241,10 +242,9 @@ class AlgorithmFamily(ABC, Generic[P]):
         return ("best", *self.accountants)
 
     def check_accountant(self, accountant: str) -> str:
-        if accountant not in ACCOUNTANT_NAMES:
-            raise ParameterError.single(
-                "accountant", "unknown accountant", "one of: " + ", ".join(ACCOUNTANT_NAMES), accountant
-            )
+        names = accountant_names()
+        if accountant not in names:
+            raise ParameterError.single("accountant", "unknown accountant", "one of: " + ", ".join(names), accountant)
         if accountant not in self.supported_accountants():
             reason = self.accountant_notes.get(accountant, f"{self.id} does not implement it")
             raise UnsupportedAccountantError(accountant, list(self.supported_accountants()), reason)
@@ -288,7 +288,7 @@ class AlgorithmFamily(ABC, Generic[P]):
             except ParameterError:
                 self._privacy(query)  # the whole run's own error first, where it has one
                 raise
-            query = dataclasses.replace(query, known_rdp=curve.rdp, known_tight=curve.tight)
+            query = dataclasses.replace(query, known_rdp=curve.rdp, known_others=curve.others)
         report = self._privacy(query)
         if curve is not None:
             report = dataclasses.replace(report, curve=curve.points)

@@ -8,12 +8,17 @@ its reason, and ``best`` answers from the others.
 :func:`calibrate_plan` finds each one's knob for a target ε over a family of plans indexed by the knob, again each on
 its own. Families (:class:`~accountants.planned.PlannedFamily`) and compositions over HTTP build their answers from
 these.
+
+The accountants beside ``rdp`` (which also gives the Rényi curve every answer shows) are one table,
+:data:`EVENT_ACCOUNTANTS`: each says how it answers a tree at δ, calibrates a tree indexed by its noise, and answers
+the prefixes of one run (ε over training). A new accountant is its module and one row here; the names a request may
+give (:data:`ACCOUNTANT_NAMES`, the HTTP enums) come from the table.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -21,15 +26,62 @@ import numpy as np
 from .calibration import calibrate, calibrate_rdp
 from .conversions import Conversion
 from .errors import CalibrationError, ParameterError
+from .events import DpEvent
 from .plans import Knob, MechanismPlan
-from .rdp import RdpAccountant, UnsupportedEventError
+from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
-from .tight import tight_calibration, tight_epsilon
+from .tight import tight_calibration, tight_epsilon, tight_epsilons
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
 
 PlanAt = Callable[[float], MechanismPlan]
 """Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.as_noise`)."""
+
+EventCalibration = Callable[
+    [Callable[[float], DpEvent], Neighbouring, float, float, float, str], tuple[float, AccountantResult]
+]
+"""(trees indexed by noise, relation, δ, target ε, a nearby noise, the knob's name) → (the smallest noise meeting the
+target, its result); :class:`CalibrationError` with the reason where none does."""
+
+
+@dataclass(frozen=True)
+class EventAccountant:
+    """An accountant of event trees beside ``rdp``: its name, ε of a tree at δ (not applicable with the reason where
+    it cannot read the tree), its calibration, and ε along the prefixes of one run (in order of length)."""
+
+    name: str
+    epsilon: Callable[[DpEvent, Neighbouring, float], AccountantResult]
+    calibration: EventCalibration
+    along: Callable[[Sequence[DpEvent], Neighbouring, float], list[AccountantResult]]
+
+
+EVENT_ACCOUNTANTS: list[EventAccountant] = [
+    EventAccountant("tight", tight_epsilon, tight_calibration, tight_epsilons),
+]
+"""The accountants beside rdp, in the order answers list them (``tight``: exact Gaussian DP, else the certified PLD)."""
+
+
+def plan_accountants() -> tuple[str, ...]:
+    """The names of the spine's accountants of a plan, ``rdp`` first (read when asked: the table may grow)."""
+    return ("rdp", *(a.name for a in EVENT_ACCOUNTANTS))
+
+
+PLAN_ACCOUNTANTS: tuple[str, ...] = plan_accountants()
+"""The plan accountants when the library is imported (the HTTP enums are built from it)."""
+
+ACCOUNTANT_NAMES: tuple[str, ...] = ("best", *PLAN_ACCOUNTANTS, "paper")
+"""Every accountant a request may name: ``best`` (the minimum over the valid accountants), the plan accountants,
+and ``paper`` (the paper's own statement)."""
+
+
+def accountant_names() -> tuple[str, ...]:
+    """:data:`ACCOUNTANT_NAMES` as the table stands now."""
+    return ("best", *plan_accountants(), "paper")
+
+
+def asks(accountant: str, name: str) -> bool:
+    """Whether a request for ``accountant`` needs accountant ``name``'s answer (``best`` needs every one)."""
+    return accountant in ("best", name)
 
 
 @dataclass(frozen=True)
@@ -60,32 +112,40 @@ def account_plan(
     orders: np.ndarray | None = None,
     refine: bool = True,
     tight_reason: str | None = None,
-    known: tuple[Conversion | None, AccountantResult | None] = (None, None),
+    known: tuple[Conversion | None, Mapping[str, AccountantResult]] = (None, {}),
     rdp_method: str | None = None,
 ) -> PlanAccounting:
-    """ε at ``delta`` (less the plan's reserved δ) from rdp and, unless only ``rdp`` is asked for, tight. ``known``:
-    the plan's Rényi conversion and tight answer where the request already has them (ε over training computes
-    them at its last checkpoint); ``rdp_method``: the family's words for the Rényi bound."""
+    """ε at ``delta`` (less the plan's reserved δ) from rdp and from every accountant of :data:`EVENT_ACCOUNTANTS` the
+    request needs (not asked for: marked so). ``known``: the plan's Rényi conversion and other answers where the
+    request already has them (ε over training computes them at its last checkpoint); ``tight_reason``: the family's
+    words for why an accountant may not read its plan; ``rdp_method``: its words for the Rényi bound."""
     accounted = plan.accounted_delta(delta)
-    known_rdp, known_tight = known
+    known_rdp, known_others = known
     conversion, rdp = known_rdp, None
     if conversion is None:
         try:
             conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
         except UnsupportedEventError as error:
             rdp = AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}")
-    tight = _tight(plan, accounted, accountant, tight_reason, known_tight)
-    return PlanAccounting(conversion, (rdp or rdp_result(conversion, method=rdp_method), tight))
+    others = tuple(
+        _other(a, plan, accounted, accountant, tight_reason, known_others.get(a.name)) for a in EVENT_ACCOUNTANTS
+    )
+    return PlanAccounting(conversion, (rdp or rdp_result(conversion, method=rdp_method), *others))
 
 
-def _tight(
-    plan: MechanismPlan, accounted: float, accountant: str, tight_reason: str | None, known: AccountantResult | None
+def _other(
+    other: EventAccountant,
+    plan: MechanismPlan,
+    accounted: float,
+    accountant: str,
+    reason: str | None,
+    known: AccountantResult | None,
 ) -> AccountantResult:
-    if accountant == "rdp":
-        return not_asked()
-    result = known or tight_epsilon(plan.event, plan.neighbouring, accounted)
+    if not asks(accountant, other.name):
+        return not_asked(other.name)
+    result = known or other.epsilon(plan.event, plan.neighbouring, accounted)
     if not result.applicable:
-        return _not_applicable(result.reason or "", tight_reason)
+        return _not_applicable(other.name, result.reason or "", reason)
     return with_reserved_delta(result, plan.reserved_delta)
 
 
@@ -104,9 +164,9 @@ def with_reserved_delta(result: AccountantResult, reserved: float) -> Accountant
     )
 
 
-def _not_applicable(reason: str, tight_reason: str | None) -> AccountantResult:
-    """Why tight does not apply: the spine's reason, after the family's own words where it gives them."""
-    return AccountantResult.not_applicable("tight", reason if tight_reason is None else f"{tight_reason} ({reason})")
+def _not_applicable(name: str, reason: str, family_reason: str | None) -> AccountantResult:
+    """Why an accountant does not apply: the spine's reason, after the family's own words where it gives them."""
+    return AccountantResult.not_applicable(name, reason if family_reason is None else f"{family_reason} ({reason})")
 
 
 def calibrate_plan(
@@ -118,30 +178,38 @@ def calibrate_plan(
     orders: np.ndarray | None = None,
     tight_reason: str | None = None,
     rdp_method: str | None = None,
-) -> tuple[AccountantResult, AccountantResult]:
-    """(rdp, tight) calibrations of the knob for ε ≤ ``target`` at ``delta``; each result's ``calibrated_value`` is
-    the knob in its own units. Each accountant calibrates on its own (tight starts from rdp's answer where there is
-    one); one that cannot meet the target, or read the plan, is not applicable with the reason (``rdp_method``: the
-    family's words for the Rényi bound). Raises
-    :class:`CalibrationError` where no accountant asked for meets the target (the reasons of each)."""
+) -> tuple[AccountantResult, ...]:
+    """Calibrations of the knob for ε ≤ ``target`` at ``delta`` by rdp and every accountant of
+    :data:`EVENT_ACCOUNTANTS` the request needs (in that order); each result's ``calibrated_value`` is the knob in its
+    own units. Each accountant calibrates on its own (starting from rdp's answer where there is one); one that cannot
+    meet the target, or read the plan, is not applicable with the reason (``rdp_method``: the family's words for the
+    Rényi bound). Raises :class:`CalibrationError` where no accountant asked for meets the target (the reasons of
+    each)."""
     reference = plan_at(1.0)
     accounted = reference.accounted_delta(delta)
     rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders, rdp_method)
-    if accountant == "rdp":
-        if not rdp.applicable:
-            raise CalibrationError(rdp.reason or "the rdp accountant cannot meet the target")
-        return rdp, not_asked()
-    try:
-        initial = noise if noise is not None else 1.0
-        found, tight = tight_calibration(
-            lambda x: plan_at(x).event, reference.neighbouring, accounted, target, initial, knob.field
-        )
-        tight = replace(with_reserved_delta(tight, reference.reserved_delta), calibrated_value=knob.from_noise(found))
-    except CalibrationError as error:
-        tight = _not_applicable(str(error), tight_reason)
-    if accountant == "best" and not rdp.applicable and not tight.applicable:
-        raise CalibrationError(f"no accountant meets the target: rdp: {rdp.reason}; tight: {tight.reason}")
-    return rdp, tight
+    if accountant == "rdp" and not rdp.applicable:
+        raise CalibrationError(rdp.reason or "the rdp accountant cannot meet the target")
+    initial = noise if noise is not None else 1.0
+    others = []
+    for other in EVENT_ACCOUNTANTS:
+        if not asks(accountant, other.name):
+            others.append(not_asked(other.name))
+            continue
+        try:
+            found, result = other.calibration(
+                lambda x: plan_at(x).event, reference.neighbouring, accounted, target, initial, knob.field
+            )
+            others.append(
+                replace(with_reserved_delta(result, reference.reserved_delta), calibrated_value=knob.from_noise(found))
+            )
+        except CalibrationError as error:
+            others.append(_not_applicable(other.name, str(error), tight_reason))
+    results = (rdp, *others)
+    if accountant == "best" and not any(r.applicable for r in results):
+        reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
+        raise CalibrationError(f"no accountant meets the target: {reasons}")
+    return results
 
 
 def _calibrate_rdp(

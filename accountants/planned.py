@@ -32,10 +32,9 @@ from .errors import ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import account_plan, calibrate_plan
+from .plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, plan_accountants
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
-    PLAN_ACCOUNTANTS,
     AccountantResult,
     Accounted,
     CalibrationReport,
@@ -138,6 +137,9 @@ class PlannedFamily(AlgorithmFamily[P]):
             p = p.model_copy(update={self.knob.field: self.knob.from_noise(1.0)})
         return Cost.CHEAP if gdp.is_gaussian(self.plan(p, COST_DELTA).event) else Cost.HEAVY
 
+    def supported_accountants(self) -> tuple[str, ...]:
+        return ("best", *plan_accountants())
+
     @property
     def offers_checkpoints(self) -> bool:
         return type(self).early_stops is not PlannedFamily.early_stops
@@ -147,7 +149,9 @@ class PlannedFamily(AlgorithmFamily[P]):
         value = self._knob_value(p)
         plan = self.plan(p, d)
         conventions = self.conventions(p, plan)
-        known = (query.known_rdp.get(conventions.steps), query.known_tight.get(conventions.steps))
+        steps = conventions.steps
+        others = {name: answers[steps] for name, answers in query.known_others.items() if steps in answers}
+        known = (query.known_rdp.get(steps), others)
         reason, method = self.tight_reason(plan), self.rdp_method(p, plan)
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, reason, known, method)
         if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞

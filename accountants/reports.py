@@ -81,14 +81,6 @@ class AccountantResult:
             object.__setattr__(self, "calibrated_value", self.noise_multiplier)
 
 
-PLAN_ACCOUNTANTS: tuple[str, ...] = ("rdp", "tight")
-"""The spine's accountants of a mechanism plan, in the order they answer (:mod:`accountants.plan_accounting`):
-``rdp``, the Rényi curve and the improved conversion; ``tight``, exact Gaussian DP or the certified PLD accountant."""
-
-ACCOUNTANT_NAMES: tuple[str, ...] = ("best", *PLAN_ACCOUNTANTS, "paper")
-"""Every accountant a request may name, the one list the HTTP enum, the CLI and the checks are built from: ``best``
-(the minimum over the valid accountants), the plan accountants, and ``paper`` (the paper's own statement)."""
-
 NOT_ASKED_REASON = "not computed: the request asked for the rdp accountant"
 """Why an accountant that was not asked for has no value: heavy accountants (PLDs, optimal compositions) run only
 where their answer is used."""

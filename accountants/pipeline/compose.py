@@ -28,11 +28,10 @@ from ..events import (
 )
 from ..family import Cost
 from ..knobs import KNOBS, KnobRule, calibrate_integer
-from ..plan_accounting import account_plan, calibrate_plan
+from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, plan_accountants
 from ..plans import Knob, MechanismPlan
 from ..rdp import Neighbouring
 from ..reports import (
-    PLAN_ACCOUNTANTS,
     Accounted,
     CalibrationReport,
     Conventions,
@@ -106,11 +105,11 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
         except ParameterError:
             _answer(replace(c, checkpoints=None), tree)  # the whole tree's own error first, where it has one
             raise
-    known = (None, None) if curve is None else (curve.rdp.get(tree.releases), curve.tight.get(tree.releases))
+    known = (None, {}) if curve is None else (curve.rdp.get(tree.releases), curve.known_at(tree.releases))
     answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine, known=known)
     if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
         raise ParameterError.single("mechanism", "gives no finite ε bound at this δ", "more noise or a larger δ")
-    chosen = choose_accountant(answer.results, c.accountant, supported=ACCOUNTANTS)
+    chosen = choose_accountant(answer.results, c.accountant, supported=("best", *plan_accountants()))
     accounted = Accounted(answer.results, chosen, c.delta, answer.optimal_order, answer.curve)
     report = accounted.privacy(
         COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.warnings, *_warnings(tree))
@@ -164,8 +163,9 @@ def _warnings(tree: Tree) -> list[str]:
 
 
 def _check_accountant(accountant: str) -> None:
-    if accountant not in ACCOUNTANTS:
-        raise ParameterError.single("accountant", "unknown for a composition", "one of: " + ", ".join(ACCOUNTANTS))
+    names = ("best", *plan_accountants())
+    if accountant not in names:
+        raise ParameterError.single("accountant", "unknown for a composition", "one of: " + ", ".join(names))
 
 
 # -- calibration ---------------------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from pydantic import Field, create_model
 
 from accountants import registry
 from accountants.family import AlgorithmFamily
-from accountants.reports import ACCOUNTANT_NAMES
+from accountants.plan_accounting import ACCOUNTANT_NAMES
 
 from .common import Strict
 
 AccountantName: Any = Literal[ACCOUNTANT_NAMES]
-"""The accountant a request names: the library's one list (:data:`accountants.reports.ACCOUNTANT_NAMES`)."""
+"""The accountant a request names: the library's one list (:data:`accountants.plan_accounting.ACCOUNTANT_NAMES`)."""
 
 _ACCOUNTANT_DOC = (
     "Which accountant answers: best (the minimum over every valid accountant; default), rdp (Rényi curve with the "

@@ -4,7 +4,7 @@ import pytest
 
 from accountants import registry
 from accountants.errors import UnknownAlgorithmError
-from accountants.family import ACCOUNTANT_NAMES
+from accountants.plan_accounting import ACCOUNTANT_NAMES
 from app.schemas import AlgorithmDetail
 
 NON_STANDARD_KEYWORDS = {"ge", "gt", "le", "lt", "multiple_of"}

@@ -93,8 +93,8 @@ class Accounting:
     @property
     def results(self) -> tuple[AccountantResult, AccountantResult]:
         """(rdp, tight) as the spine reports them."""
-        rdp, tight = self.spine.results
-        return rdp, tight
+        by_name = {r.name: r for r in self.spine.results}
+        return by_name["rdp"], by_name["tight"]
 
     @property
     def tight(self) -> float | None:
