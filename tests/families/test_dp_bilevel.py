@@ -21,10 +21,10 @@ from accountants.families.dp_bilevel.params import BilevelParams
 from accountants.families.dp_bilevel.plan import inner_multiplier
 from accountants.families.dp_bilevel.problems import (
     _quadratic_data,
-    _quadratic_forms,
     _ridge_constants,
     _ridge_data,
     _ridge_hyper,
+    quadratic_forms,
 )
 from accountants.families.dp_bilevel.simulate import _measured, _simulate
 from accountants.families.dp_bilevel.utility import error_budget
@@ -454,7 +454,7 @@ def test_quadratic_problem_closed_forms_and_constants():
     p = BilevelParams(**SIM)
     plan = plan_for(SIM)
     data = _quadratic_data(0, p.dataset_size, 3, 3, 8, plan.problem)
-    a_f, a_l, b_f, b_l = _quadratic_forms(p, plan.problem, data)
+    a_f, a_l, b_f, b_l = quadratic_forms(p, plan.problem, data)
     w = data.counts / data.counts.sum()
     a, mu, lam = plan.problem["curvature"], 1.0, 20.0
 

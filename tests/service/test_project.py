@@ -111,6 +111,17 @@ def test_functions_stay_short():
                 assert length <= limit, f"{path.relative_to(ROOT)}:{node.lineno} {node.name} has {length} lines"
 
 
+def test_families_import_no_private_name_across_modules():
+    """What one module of a family uses from another is public there (no underscore), so the seams stay visible."""
+    import ast
+
+    for path in ROOT.glob("accountants/families/**/*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, f"{path.relative_to(ROOT)}: imports {private} from {node.module}"
+
+
 def test_citations_name_papers_not_documents_outside_the_repository():
     """Code and docs cite the papers (authors, year, arXiv id, theorem), never the working notes they were built
     from (numbered seeds, sections of the spec, the shared folder), which a maintainer cannot open."""

@@ -12,20 +12,20 @@ from ...params import ParamsModel, resolve_noise_multiplier
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
-from .paper import _safe_split, paper_chain
+from .paper import paper_chain, safe_split
 from .params import ALGORITHM_ID, SOURCE, BilevelParams
 from .plan import inner_multiplier, mechanisms
 from .privacy import (
-    _calibration_results,
-    _choose_calibration,
-    _notes,
-    _paper_calibration,
-    _privacy_results,
-    _refuse_small_batches,
-    _split_warnings,
+    calibration_results,
+    choose_calibration,
+    paper_calibration,
+    privacy_results,
     rdp_event,
+    refuse_small_batches,
+    split_warnings,
+    stated_notes,
 )
-from .text import _conventions, _noise, _releases
+from .text import stated_conventions, stated_noise, stated_releases
 from .utility import utility_report
 
 # -- the family ------------------------------------------------------------------------------------------------------
@@ -53,14 +53,14 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
         p, d, grid, accountant, refine = query.params, query.delta, query.grid, query.accountant, query.refine
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         z_in = inner_multiplier(p, z)
-        results, curve, conversion = _privacy_results(p, z, z_in, d, grid, refine)
+        results, curve, conversion = privacy_results(p, z, z_in, d, grid, refine)
         chosen = choose_accountant(results, accountant)
         if chosen.epsilon is None or not math.isfinite(chosen.epsilon):
             raise ParameterError.single(
                 "noise_multiplier", "is too small for a finite ε bound at this δ", "a larger value"
             )
         chain = paper_chain(p, z, z_in, d)
-        warnings = list(conversion.warnings if conversion is not None else ()) + _notes(p)
+        warnings = list(conversion.warnings if conversion is not None else ()) + stated_notes(p)
         if not chain.valid:
             warnings.append("the paper's chain does not apply at this noise: " + "; ".join(chain.problems))
         accounted = Accounted(
@@ -68,10 +68,10 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
         )
         return accounted.privacy(
             self.id,
-            _noise(p, z, z_in),
-            _conventions(p, z_in),
+            stated_noise(p, z, z_in),
+            stated_conventions(p, z_in),
             warnings=tuple(warnings),
-            releases=_releases(p, z, z_in, chain),
+            releases=stated_releases(p, z, z_in, chain),
         )
 
     # -- calibration -----------------------------------------------------------------------------------------------
@@ -84,17 +84,17 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
                 f"inner_noise_multiplier = {p.inner_noise_multiplier:.6g} was kept fixed: only noise_multiplier "
                 "(the outer release) was calibrated, against what the inner solves leave of the budget"
             )
-        printed = _safe_split(p, target, d, "printed")
-        corrected = _safe_split(p, target, d, "corrected")
-        _refuse_small_batches(p, corrected)
+        printed = safe_split(p, target, d, "printed")
+        corrected = safe_split(p, target, d, "corrected")
+        refuse_small_batches(p, corrected)
 
-        results = _calibration_results(p, target, d, grid, corrected)
+        results = calibration_results(p, target, d, grid, corrected)
         if not any(r.applicable for r in results):
             raise CalibrationError(
                 f"no accountant can meet ε = {target:.6g} at δ = {d:.3g}: "
                 + "; ".join(dict.fromkeys(f"{r.name}: {r.reason}" for r in results))
             )
-        chosen = _choose_calibration(results, accountant)
+        chosen = choose_calibration(results, accountant)
         z = chosen.noise_multiplier
         assert z is not None  # every applicable calibration result carries its multiplier
         z_in = corrected.inner_noise_multiplier if chosen.name == "paper" else inner_multiplier(p, z)
@@ -106,8 +106,8 @@ class DpBilevel(AlgorithmFamily[BilevelParams]):
                 f"the paper's split sets the inner noise too: pass inner_noise_multiplier = {z_in:.6g} with "
                 f"noise_multiplier = {z:.6g} to reproduce this calibration"
             )
-        paper = _paper_calibration(p, target, d, printed, corrected)
-        notes.extend(_split_warnings(p, target, d, printed, corrected, paper))
+        paper = paper_calibration(p, target, d, printed, corrected)
+        notes.extend(split_warnings(p, target, d, printed, corrected, paper))
         utility = self.utility(calibrated.model_copy(update={"epsilon": min(max(target, 1e-12), 1e4)}))
         accounted = Accounted(tuple(results), chosen, d, chosen.optimal_order, report.rdp)
         return accounted.calibration(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .params import MAX_MULTIPLIER, BilevelParams
-from .plan import _q_with_replacement, sampling_rates
+from .plan import q_with_replacement, sampling_rates
 
 # -- the paper's lemmas 2.1–2.3, in log space --------------------------------------------------------------------------
 
@@ -263,7 +263,7 @@ def _outer_multiplier(
     return classic_gaussian_multiplier(outer_gaussian, split.outer_gaussian), outer_gaussian
 
 
-def _safe_split(p: BilevelParams, target: float, delta: float, mode: str) -> PaperSplit:
+def safe_split(p: BilevelParams, target: float, delta: float, mode: str) -> PaperSplit:
     """paper_split, or an invalid split where the target is too small for floating point."""
     try:
         found = paper_split(p, target, delta, mode)
@@ -292,7 +292,7 @@ def minimum_batch(p: BilevelParams, budget: float) -> int:
         b = 1 if n == 1 else math.floor(math.log1p(-threshold) / math.log1p(-1.0 / n)) + 1
 
     def works(size: int) -> bool:
-        rate = size / n if p.batch_sampling == "without-replacement" else _q_with_replacement(size, n)
+        rate = size / n if p.batch_sampling == "without-replacement" else q_with_replacement(size, n)
         return amplify_inverse(budget, rate) < 1.0
 
     b = max(1, min(b, n + 1))

@@ -52,9 +52,9 @@ def sampling_rates(p: BilevelParams) -> tuple[float, float]:
     n = p.dataset_size
     if p.batch_sampling == "without-replacement":
         return p.inner_batch / n, p.outer_batch / n
-    return _q_with_replacement(p.inner_batch, n), _q_with_replacement(p.outer_batch, n)
+    return q_with_replacement(p.inner_batch, n), q_with_replacement(p.outer_batch, n)
 
 
-def _q_with_replacement(b: int, n: int) -> float:
+def q_with_replacement(b: int, n: int) -> float:
     """1 − (1 − 1/n)^b (Lemma 2.3)."""
     return 1.0 if n == 1 else -math.expm1(b * math.log1p(-1.0 / n))

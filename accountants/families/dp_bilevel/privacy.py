@@ -19,7 +19,7 @@ from ...reports import AccountantResult, Guarantee, PaperCalibration, RdpCurve, 
 from .paper import PaperSplit, minimum_batch, paper_chain
 from .params import MAX_MULTIPLIER, SOURCE, BilevelParams
 from .plan import inner_multiplier
-from .text import _finite_list, _finite_order
+from .text import finite_list, finite_order
 
 # -- Rényi and Gaussian-DP accounting (not in the paper) --------------------------------------------------------------
 
@@ -99,7 +99,7 @@ def _paper_as_printed(p: BilevelParams) -> bool:
     return p.mini and p.batch_sampling == "with-replacement"
 
 
-def _privacy_results(
+def privacy_results(
     p: BilevelParams, z: float, z_in: float, d: float, grid: np.ndarray, refine: bool
 ) -> tuple[list[AccountantResult], RdpCurve | None, Conversion | None]:
     results: list[AccountantResult] = []
@@ -125,8 +125,8 @@ def _privacy_results(
     else:
         rho = full_batch_rho(p, z, z_in)
         epsilon, alpha = epsilon_for_linear_rdp(rho, d)
-        results.append(AccountantResult.certified("rdp", epsilon, _RDP_FULL, optimal_order=_finite_order(alpha)))
-        curve = RdpCurve(tuple(grid.tolist()), tuple(_finite_list(rho * grid)))
+        results.append(AccountantResult.certified("rdp", epsilon, _RDP_FULL, optimal_order=finite_order(alpha)))
+        curve = RdpCurve(tuple(grid.tolist()), tuple(finite_list(rho * grid)))
     chain = paper_chain(p, z, z_in, d)
     if chain.valid and math.isfinite(chain.epsilon):
         results.append(
@@ -137,7 +137,7 @@ def _privacy_results(
     return results, curve, conversion
 
 
-def _choose_calibration(results: list[AccountantResult], accountant: str) -> AccountantResult:
+def choose_calibration(results: list[AccountantResult], accountant: str) -> AccountantResult:
     """``best``: the least outer noise among the accountants that keep the family's inner rule (rdp, tight); the paper's
     split, which sets its own inner noise, only when neither applies."""
     if accountant != "best":
@@ -148,7 +148,7 @@ def _choose_calibration(results: list[AccountantResult], accountant: str) -> Acc
     return min(usable, key=_noise_key)
 
 
-def _calibration_results(
+def calibration_results(
     p: BilevelParams, target: float, d: float, grid: np.ndarray, corrected: PaperSplit
 ) -> list[AccountantResult]:
     """Each accountant's smallest outer multiplier z (inner rule z_in = z√K, or the given z_in kept) meeting the target;
@@ -226,7 +226,7 @@ def _solve_full_batch(
     rho = full_batch_rho(p, z, inner_multiplier(p, z))
     if name == "tight":
         return gdp.exact_result(math.sqrt(2.0 * rho), d, _TIGHT_METHOD, noise_multiplier=z)
-    order = _finite_order(epsilon_for_linear_rdp(rho, d)[1])
+    order = finite_order(epsilon_for_linear_rdp(rho, d)[1])
     return AccountantResult.certified(name, epsilon_of(z), _RDP_FULL, optimal_order=order, noise_multiplier=z)
 
 
@@ -277,7 +277,7 @@ def _inner_exhausts(fixed: float | None) -> str:
     )
 
 
-def _refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
+def refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
     """Refuse batches below what the paper's mini-batch argument needs at this target: Lemma 2.2 is
     applied to the unamplified batch, so ε̃ = ln(1 + (e^{ε_b} − 1)/q) < 1 with ε_b the release's share of the budget."""
     if not p.mini or not corrected.per_iteration < 1.0:
@@ -307,7 +307,7 @@ def _refuse_small_batches(p: BilevelParams, corrected: PaperSplit) -> None:
         raise ParameterError(issues)
 
 
-def _paper_calibration(
+def paper_calibration(
     p: BilevelParams, target: float, d: float, printed: PaperSplit, corrected: PaperSplit
 ) -> PaperCalibration:
     """The printed split as printed, what it really totals by Lemma 2.1, and what our rigorous accountant certifies."""
@@ -322,7 +322,7 @@ def _paper_calibration(
     chain = paper_chain(p, z, z_in, d)
     certified, by = None, None
     if not (p.mini and p.batch_sampling == "with-replacement"):
-        results, _, _ = _privacy_results(p, z, z_in, d, DEFAULT_ORDERS, True)
+        results, _, _ = privacy_results(p, z, z_in, d, DEFAULT_ORDERS, True)
         rigorous = [r for r in results if r.applicable and r.name != "paper"]
         if rigorous:
             best = min(rigorous, key=_epsilon_key)
@@ -345,7 +345,7 @@ def _paper_calibration(
     return PaperCalibration(source, z, target, certified, by, valid, note)
 
 
-def _split_warnings(
+def split_warnings(
     p: BilevelParams, target: float, d: float, printed: PaperSplit, corrected: PaperSplit, paper: PaperCalibration
 ) -> list[str]:
     notes = []
@@ -369,7 +369,7 @@ def _split_warnings(
     return notes
 
 
-def _notes(p: BilevelParams) -> list[str]:
+def stated_notes(p: BilevelParams) -> list[str]:
     notes = [
         f"the outer sensitivity 2G/n assumes per-sample penalty hypergradients clipped at G = {p.clip:.6g}: Lemma 4.5 "
         "bounds them only at the exact y*(x), y^λ(x), not at the private ỹ's"

@@ -44,7 +44,7 @@ class BilevelProblem(ParamsModel):
 
 
 @dataclass(frozen=True)
-class _Data:
+class Data:
     """Prototype records and their multiplicities; the canary (index 0) is the record that differs between D and D′."""
 
     counts: np.ndarray
@@ -68,13 +68,13 @@ def _counts(n: int, prototypes: int) -> np.ndarray:
     return np.concatenate(([1], base[base > 0])).astype(np.int64) if rest > 0 else np.array([1], dtype=np.int64)
 
 
-def _ball(points: np.ndarray, radius: float) -> np.ndarray:
+def project_to_ball(points: np.ndarray, radius: float) -> np.ndarray:
     norms = np.linalg.norm(points, axis=-1, keepdims=True)
     with np.errstate(over="ignore"):
         return np.asarray(points * np.minimum(1.0, radius / np.maximum(norms, 1e-300)))
 
 
-def _quadratic_data(seed: int, n: int, dx: int, dy: int, prototypes: int, problem: Mapping[str, Any]) -> _Data:
+def _quadratic_data(seed: int, n: int, dx: int, dy: int, prototypes: int, problem: Mapping[str, Any]) -> Data:
     """Prototypes with non-zero means (centre + 0.3·noise); coordinate 0 of x belongs to the canary: every
     B_i has a zero first column and every other record has v_i[0] = 0."""
     rng = _data_rng(seed)
@@ -91,17 +91,17 @@ def _quadratic_data(seed: int, n: int, dx: int, dy: int, prototypes: int, proble
     def vectors(d: int) -> np.ndarray:
         c = rng.standard_normal(d)
         c = 0.7 * r * c / max(float(np.linalg.norm(c)), 1e-300)
-        return _ball(c[None] + 0.3 * r * rng.standard_normal((m, d)) / math.sqrt(d), r)
+        return project_to_ball(c[None] + 0.3 * r * rng.standard_normal((m, d)) / math.sqrt(d), r)
 
     shifts, targets, anchors = vectors(dy), vectors(dy), vectors(dx)
     anchors[:, 0] = 0.0
     shifts[0], targets[0] = shifts[min(1, m - 1)], targets[min(1, m - 1)]
     anchors[0] = 0.0
     anchors[0, 0] = r  # the canary on D; D′ holds −r
-    return _Data(counts, matrices, shifts, targets, anchors, np.ones(m, dtype=bool))
+    return Data(counts, matrices, shifts, targets, anchors, np.ones(m, dtype=bool))
 
 
-def _ridge_data(seed: int, n: int, dy: int, prototypes: int, r: float) -> _Data:
+def _ridge_data(seed: int, n: int, dy: int, prototypes: int, r: float) -> Data:
     """Ridge records (a_i, b_i), ‖a_i‖ ≤ r, |b_i| ≤ r, labels b = aᵀθ_true (+ noise on training records, so that the
     validation loss prefers some shrinkage): even prototypes train, odd ones validate (n_val = ⌊n/2⌋). Index 0 is the
     canary, one training record (a copy of the first training prototype) whose label flips sign between D and D′."""
@@ -109,7 +109,7 @@ def _ridge_data(seed: int, n: int, dy: int, prototypes: int, r: float) -> _Data:
     m = max(2, prototypes)
     truth = rng.standard_normal(dy)
     truth /= np.linalg.norm(truth)
-    features = _ball(r * rng.standard_normal((m, dy)), r)
+    features = project_to_ball(r * rng.standard_normal((m, dy)), r)
     train = np.arange(m) % 2 == 0
     labels = np.clip(features @ truth + np.where(train, 0.5 * r * rng.standard_normal(m), 0.0), -r, r)
     n_val = n // 2
@@ -124,7 +124,7 @@ def _ridge_data(seed: int, n: int, dy: int, prototypes: int, r: float) -> _Data:
     order = np.concatenate(([0], np.arange(m)))[keep]
     counts = np.concatenate(([1], counts))[keep]
     size = int(keep.sum())
-    return _Data(
+    return Data(
         counts,
         np.zeros((size, dy, 1)),
         np.zeros((size, dy)),
@@ -153,7 +153,7 @@ def _ball_qp(matrix: np.ndarray, vector: np.ndarray, radius: float) -> np.ndarra
     return np.asarray(vecs @ (coords / (values + hi)))
 
 
-def _step_work(p: BilevelParams, records: int, trials: int) -> float:
+def step_work(p: BilevelParams, records: int, trials: int) -> float:
     """Cost of one (inner or outer) step of all trials, in operations (priced in seconds by the simulator's
     ``seconds_per_operation``): a fixed cost per block of 64 trials (numpy calls dominate) plus the arithmetic per
     trial."""
@@ -162,7 +162,7 @@ def _step_work(p: BilevelParams, records: int, trials: int) -> float:
     return blocks * 1000.0 + trials * per_trial
 
 
-def _resolve_quadratic(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str, Any]:
+def resolve_quadratic(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str, Any]:
     mu = p.strong_convexity
     beta = min(1.0, math.sqrt(max(0.0, p.smoothness_g / mu - 1.0)))
     curvature = min(1.0, p.smoothness_f)  # a = ρ
@@ -180,7 +180,7 @@ def _resolve_quadratic(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[
         "radius": ratio * scale,
     }
     data = _quadratic_data(seed, p.dataset_size, p.dimension_x, p.dimension_y, pr.prototypes, resolved)
-    a_f, a_l, b_f, b_l = _quadratic_forms(p, resolved, data)
+    a_f, a_l, b_f, b_l = quadratic_forms(p, resolved, data)
     x0 = np.zeros(p.dimension_x)
     x_f = _ball_qp(a_f, b_f, resolved["radius"])
     x_l = _ball_qp(a_l, b_l, resolved["radius"])
@@ -197,8 +197,8 @@ def _resolve_quadratic(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[
     return resolved
 
 
-def _quadratic_forms(
-    p: BilevelParams, resolved: Mapping[str, Any], data: _Data
+def quadratic_forms(
+    p: BilevelParams, resolved: Mapping[str, Any], data: Data
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """F(x) = ½xᵀA_F x − b_Fᵀx + c and L*_λ(x) = ½xᵀA_λ x − b_λᵀx + c′ on D (with f's y-curvature a):
     A_F = ρI + aB̄ᵀB̄, A_λ = ρI + kB̄ᵀB̄ with k = aλμ/(a + λμ), b = ρv̄ + (a or k)B̄ᵀ(w̄ − z̄)."""
@@ -235,7 +235,7 @@ def _ridge_constants(p: BilevelParams, pr: BilevelProblem) -> dict[str, float]:
     }
 
 
-def _resolve_ridge(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str, Any]:
+def resolve_ridge(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str, Any]:
     issues = []
     if p.dimension_x != 1:
         issues.append(
@@ -283,7 +283,7 @@ def _resolve_ridge(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str,
     grid = np.linspace(pr.omega_min, pr.omega_max, 201)
     hyper = np.array([_ridge_hyper(p, data, w)[0] for w in grid])
     penalty = np.array([_ridge_penalty(p, data, w) for w in grid])
-    slopes = np.array([_ridge_penalty_gradient(p, data, w) for w in grid])
+    slopes = np.array([ridge_penalty_gradient(p, data, w) for w in grid])
     curvature = float(np.max(np.abs(np.diff(slopes)) / (grid[1] - grid[0])))
     resolved |= {
         "records": int(data.counts.size),
@@ -294,7 +294,7 @@ def _resolve_ridge(p: BilevelParams, pr: BilevelProblem, seed: int) -> dict[str,
     return resolved
 
 
-def _ridge_moments(data: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _ridge_moments(data: Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(H_tr, H_val, c_tr, c_val, [mean b² train, validation]): H = mean aaᵀ, c = mean b·a over each split."""
     a, b, c, train = data.anchors, data.targets, data.counts.astype(float), data.train
     wt, wv = c * train / (c * train).sum(), c * ~train / (c * ~train).sum()
@@ -304,20 +304,20 @@ def _ridge_moments(data: _Data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return outer[0], outer[1], linear[0], linear[1], squares
 
 
-def _ridge_hyper(p: BilevelParams, data: _Data, omega: float) -> tuple[float, np.ndarray]:
+def _ridge_hyper(p: BilevelParams, data: Data, omega: float) -> tuple[float, np.ndarray]:
     """F(ω) = f_S(θ*(ω)) with θ*(ω) = (H_tr + ωI)^{-1}c_tr."""
     h_tr, h_val, c_tr, c_val, sq = _ridge_moments(data)
     theta = np.linalg.solve(h_tr + omega * np.eye(h_tr.shape[0]), c_tr)
     return float(0.5 * theta @ h_val @ theta - c_val @ theta + 0.5 * sq[1]), theta
 
 
-def _ridge_lambda_point(p: BilevelParams, data: _Data, omega: float) -> np.ndarray:
+def _ridge_lambda_point(p: BilevelParams, data: Data, omega: float) -> np.ndarray:
     h_tr, h_val, c_tr, c_val, _ = _ridge_moments(data)
     lam = p.regularization
     return np.linalg.solve(h_val + lam * (h_tr + omega * np.eye(h_tr.shape[0])), c_val + lam * c_tr)
 
 
-def _ridge_penalty(p: BilevelParams, data: _Data, omega: float) -> float:
+def _ridge_penalty(p: BilevelParams, data: Data, omega: float) -> float:
     """L*_λ(ω) = f_S(θ^λ) + λ(g_S(ω, θ^λ) − g_S(ω, θ*))."""
     h_tr, h_val, c_tr, c_val, sq = _ridge_moments(data)
     _, theta = _ridge_hyper(p, data, omega)
@@ -330,14 +330,14 @@ def _ridge_penalty(p: BilevelParams, data: _Data, omega: float) -> float:
     return f + p.regularization * (g(theta_l) - g(theta))
 
 
-def _ridge_penalty_gradient(p: BilevelParams, data: _Data, omega: float) -> float:
+def ridge_penalty_gradient(p: BilevelParams, data: Data, omega: float) -> float:
     """∇L*_λ(ω) = λ(R(θ^λ) − R(θ*)) with R = ½‖·‖² (eq. 3; Section 7)."""
     _, theta = _ridge_hyper(p, data, omega)
     theta_l = _ridge_lambda_point(p, data, omega)
     return 0.5 * p.regularization * float(theta_l @ theta_l - theta @ theta)
 
 
-def _prediction(
+def predicted_utility(
     p: BilevelParams, resolved: Mapping[str, Any], z: float, z_in: float
 ) -> tuple[float | None, str | None]:
     """The family's explicit bound with the problem's exact Δ_F, if the stepsize satisfies η ≤ 1/(2L)."""
@@ -364,7 +364,7 @@ def _prediction(
     return (bound if math.isfinite(bound) else None), note
 
 
-def _problem_data(p: BilevelParams, problem: Mapping[str, Any], seed: int, canary_sign: float) -> _Data:
+def problem_data(p: BilevelParams, problem: Mapping[str, Any], seed: int, canary_sign: float) -> Data:
     if problem["kind"] == "quadratic":
         data = _quadratic_data(seed, p.dataset_size, p.dimension_x, p.dimension_y, problem["prototypes"], problem)
         data.anchors[0, 0] = canary_sign * problem["scale"]

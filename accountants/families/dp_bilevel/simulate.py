@@ -16,15 +16,15 @@ from .problems import (
     MAX_SIMULATED_DIMENSION,
     MAX_SIMULATED_RECORDS,
     BilevelProblem,
-    _ball,
-    _Data,
-    _prediction,
-    _problem_data,
-    _quadratic_forms,
-    _resolve_quadratic,
-    _resolve_ridge,
-    _ridge_penalty_gradient,
-    _step_work,
+    Data,
+    predicted_utility,
+    problem_data,
+    project_to_ball,
+    quadratic_forms,
+    resolve_quadratic,
+    resolve_ridge,
+    ridge_penalty_gradient,
+    step_work,
 )
 from .utility import InnerSolve
 
@@ -69,12 +69,12 @@ class BilevelSimulator(Simulator[BilevelParams, BilevelProblem]):
         report = job.privacy()
         z = report.required_noise.noise_multiplier
         z_in = inner_multiplier(p, z)
-        resolved = _resolve_quadratic(p, pr, seed) if pr.kind == "quadratic" else _resolve_ridge(p, pr, seed)
+        resolved = resolve_quadratic(p, pr, seed) if pr.kind == "quadratic" else resolve_ridge(p, pr, seed)
         resolved |= {"kind": pr.kind, "prototypes": pr.prototypes, "inner_noise_multiplier": z_in}
         prediction, note = None, None
         if job.utility:
-            prediction, note = _prediction(p, resolved, z, z_in)
-        run = p.steps * (2.0 * p.inner_total + 1.0) * _step_work(p, int(resolved["records"]), trials)
+            prediction, note = predicted_utility(p, resolved, z, z_in)
+        run = p.steps * (2.0 * p.inner_total + 1.0) * step_work(p, int(resolved["records"]), trials)
         work = {"utility": run, "privacy-audit": 2.0 * run}  # the audit runs on D and on D′
         return job.plan(
             report,
@@ -133,7 +133,7 @@ def _simulate(
     Proposition 4.6), ``bias`` ‖g_t − ∇L*_λ(x_t)‖ (before the noise), ``lemma44`` its deterministic bound
     (L₁^f + λL₁^g)‖ỹ^λ_t − y^λ(x_t)‖ + λL₁^g‖ỹ_t − y*(x_t)‖, ``inner_g``/``inner_lambda`` the inner errors and
     ``phi`` the largest per-sample ‖φ_i‖ before clipping."""
-    data = _problem_data(p, problem, seed, canary_sign)
+    data = problem_data(p, problem, seed, canary_sign)
     objective: _Objective = _Quadratic(p, problem, data) if problem["kind"] == "quadratic" else _Ridge(p, problem, data)
     inner_g, inner_l, outer = mechanisms(p)
     lam, mu_g = p.regularization, p.strong_convexity
@@ -182,7 +182,7 @@ class _Objective:
     """One synthetic bilevel problem as the simulation uses it: start, per-sample inner gradients at the outer
     iterate, per-sample penalty hypergradients φ_i, and the projected outer step."""
 
-    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: _Data) -> None:
+    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: Data) -> None:
         self.p, self.problem, self.data = p, problem, data
 
     def start(self, trials: int) -> np.ndarray:
@@ -225,13 +225,13 @@ class _Quadratic(_Objective):
         )
 
     def step(self, x: np.ndarray, estimate: np.ndarray) -> np.ndarray:
-        return _ball(x - self.p.stepsize * estimate, self.problem["radius"])
+        return project_to_ball(x - self.p.stepsize * estimate, self.problem["radius"])
 
 
 class _Ridge(_Objective):
     """ridge-tuning: ω ∈ [ω_min, ω_max] tunes the ridge penalty of a training fit, scored on the validation half."""
 
-    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: _Data) -> None:
+    def __init__(self, p: BilevelParams, problem: Mapping[str, Any], data: Data) -> None:
         super().__init__(p, problem, data)
         n_val = p.dataset_size // 2
         self.s_tr, self.s_val = p.dataset_size / (p.dataset_size - n_val), p.dataset_size / n_val
@@ -271,7 +271,7 @@ class _Ridge(_Objective):
 def _trace_step(
     p: BilevelParams,
     problem: Mapping[str, Any],
-    data: _Data,
+    data: Data,
     x: np.ndarray,
     y_g: np.ndarray,
     y_l: np.ndarray,
@@ -286,7 +286,7 @@ def _trace_step(
     a, mu, lam = problem["curvature"], problem["strong_convexity"], p.regularization
     y_star = x @ b_bar.T + w @ data.shifts
     y_lam = (a * (w @ data.targets) + lam * mu * y_star) / (a + lam * mu)
-    _, a_l, _, b_l = _quadratic_forms(p, problem, data)
+    _, a_l, _, b_l = quadratic_forms(p, problem, data)
     exact = x @ a_l.T - b_l[None]
     e0 = np.linalg.norm(y_g - y_star, axis=1)
     el = np.linalg.norm(y_l - y_lam, axis=1)
@@ -357,7 +357,7 @@ def _inner_solve(
             grads = _clip(gradient(y), lipschitz)
             mean = np.einsum("tj,tjk->tk", sampler("inner"), grads)
             y = y - (mean + noise_std * rng.standard_normal((trials, dy))) / (strong_convexity * (t + 1))
-            y = centre + _ball(y - centre, radius)
+            y = centre + project_to_ball(y - centre, radius)
         centre = total / steps
         radius = step(radius)
     return centre
@@ -365,14 +365,14 @@ def _inner_solve(
 
 def _measured(p: BilevelParams, problem: Mapping[str, Any], seed: int, x_out: np.ndarray) -> np.ndarray:
     """‖G_{L*_λ,η}(x_out)‖ = ‖x − Proj_𝒳(x − η∇L*_λ(x))‖/η on D, from the closed form of ∇L*_λ."""
-    data = _problem_data(p, problem, seed, 1.0)
+    data = problem_data(p, problem, seed, 1.0)
     eta = p.stepsize
     if problem["kind"] == "quadratic":
-        _, a_l, _, b_l = _quadratic_forms(p, problem, data)
+        _, a_l, _, b_l = quadratic_forms(p, problem, data)
         gradient = x_out @ a_l.T - b_l[None]
-        projected = _ball(x_out - eta * gradient, problem["radius"])
+        projected = project_to_ball(x_out - eta * gradient, problem["radius"])
     else:
-        gradient = np.array([[_ridge_penalty_gradient(p, data, float(w))] for w in x_out[:, 0]])
+        gradient = np.array([[ridge_penalty_gradient(p, data, float(w))] for w in x_out[:, 0]])
         projected = np.clip(x_out - eta * gradient, problem["omega_min"], problem["omega_max"])
     return np.asarray(np.linalg.norm(x_out - projected, axis=1) / eta)
 

@@ -12,11 +12,11 @@ from .params import BilevelParams
 from .plan import mechanisms, sampling_rates
 
 
-def _finite_order(alpha: float) -> float | None:
+def finite_order(alpha: float) -> float | None:
     return alpha if math.isfinite(alpha) else None
 
 
-def _finite_list(values: np.ndarray) -> list[float | None]:
+def finite_list(values: np.ndarray) -> list[float | None]:
     return [float(v) if math.isfinite(v) else None for v in values]
 
 
@@ -32,7 +32,7 @@ def _sampling_key(p: BilevelParams) -> str:
     return p.batch_sampling if p.mini else "full-batch"
 
 
-def _noise(p: BilevelParams, z: float, z_in: float) -> Noise:
+def stated_noise(p: BilevelParams, z: float, z_in: float) -> Noise:
     inner_g, inner_l, outer = mechanisms(p)
     return Noise.scaled(
         z,
@@ -46,7 +46,7 @@ def _noise(p: BilevelParams, z: float, z_in: float) -> Noise:
     )
 
 
-def _conventions(p: BilevelParams, z_in: float) -> Conventions:
+def stated_conventions(p: BilevelParams, z_in: float) -> Conventions:
     k = p.inner_total
     rule = (
         "given"
@@ -69,7 +69,7 @@ def _conventions(p: BilevelParams, z_in: float) -> Conventions:
     )
 
 
-def _releases(p: BilevelParams, z: float, z_in: float, chain: PaperChain) -> tuple[Release, ...]:
+def stated_releases(p: BilevelParams, z: float, z_in: float, chain: PaperChain) -> tuple[Release, ...]:
     inner_g, inner_l, outer = mechanisms(p)
     q_in, q_out = sampling_rates(p)
     composition = "sequential and adaptive: per outer step 2 inner solves then 1 outer release, T times"

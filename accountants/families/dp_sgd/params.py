@@ -158,7 +158,7 @@ def steps_and_rule(p: DpSgdParams) -> tuple[int, str]:
     return _steps_from_epochs(p)
 
 
-_SAMPLING_TEXT = {
+SAMPLING_TEXT = {
     "poisson": "Poisson: each record joins each batch independently with probability q = batch_size/dataset_size",
     "fixed-size": "fixed-size: each batch is a uniformly random subset of exactly batch_size records",
     "shuffle": "shuffle: each epoch a random permutation cut into consecutive batches, so each record is in exactly "
@@ -169,7 +169,7 @@ _SAMPLING_TEXT = {
     "batch_size/dataset_size, and a batch larger than max_batch_size is cut to a uniformly random max_batch_size "
     "records",
 }
-_SENSITIVITY_RULE = {
+SENSITIVITY_RULE = {
     "add-remove": "sensitivity = clip_norm (one clipped gradient added or removed)",
     "replace-one": "sensitivity = 2·clip_norm (one clipped gradient replaced by another)",
 }

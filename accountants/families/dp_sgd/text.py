@@ -7,8 +7,8 @@ import math
 from ...params import resolve_noise_multiplier
 from ...reports import Conventions, Noise
 from .params import (
-    _SAMPLING_TEXT,
-    _SENSITIVITY_RULE,
+    SAMPLING_TEXT,
+    SENSITIVITY_RULE,
     WITHOUT_AMPLIFICATION,
     DpSgdParams,
     batches_per_epoch,
@@ -26,7 +26,7 @@ def noise(p: DpSgdParams, z: float) -> Noise:
     return Noise.scaled(
         z,
         p.sensitivity,
-        _SENSITIVITY_RULE[p.neighbouring],
+        SENSITIVITY_RULE[p.neighbouring],
         "noise_std is in the units of the summed clipped gradients (the same units as clip_norm)",
     )
 
@@ -42,10 +42,10 @@ def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
         neighbouring=p.neighbouring,
         steps=steps,
         step_rule=rule,
-        sampling=_SAMPLING_TEXT[p.sampling],
+        sampling=SAMPLING_TEXT[p.sampling],
         noise_multiplier_definition=(
             "noise_multiplier = noise std / sensitivity; "
-            + _SENSITIVITY_RULE[p.neighbouring]
+            + SENSITIVITY_RULE[p.neighbouring]
             + (
                 "; opacus/TF-Privacy's noise_multiplier (std/clip_norm) is twice this value"
                 if p.neighbouring == "replace-one"

@@ -19,18 +19,18 @@ from ...registry import register
 from ...reports import AccountantResult, Accounted, CalibrationReport, PrivacyReport, RdpCurve, UtilityReport
 from .bounds import LinearBound, bounds_for
 from .paper import corollary_c2
-from .params import ALGORITHM_ID, SOURCE, LastIterateParams, _steps
+from .params import ALGORITHM_ID, SOURCE, LastIterateParams, steps_and_rule
 from .text import (
-    _METHOD,
-    _best,
-    _bound_results,
-    _conventions,
-    _noise,
-    _noise_multiplier,
-    _order,
-    _sigma,
-    _warnings,
+    METHOD,
+    bound_results,
     coefficient,
+    finite_order,
+    iterate_noise_std,
+    resolved_noise_multiplier,
+    smallest_bound,
+    stated_conventions,
+    stated_noise,
+    stated_warnings,
 )
 
 # -- the family ------------------------------------------------------------------------------------------------------
@@ -64,48 +64,48 @@ class DpSgdLastIterate(AlgorithmFamily[LastIterateParams]):
         Rényi curve ρ·α (every α > 1) that this family converts itself, under replace-one neighbours. In a composition
         it counts once (only the last iterate is released); no PLD reads it (tight does not apply)."""
         p = self.parse(params)
-        steps, _ = _steps(p)
-        best = _best(bounds_for(p, steps))
-        z = _noise_multiplier(p)
+        steps, _ = steps_and_rule(p)
+        best = smallest_bound(bounds_for(p, steps))
+        z = resolved_noise_multiplier(p)
         rho = coefficient(best) / (z * z)
         description = f"the last iterate, ρ-zCDP by {best.name} (Kong & Ribero 2024): ρ = K/z² = {rho:.6g}"
         return MechanismPlan(ZCdpEvent(rho), "replace-one", description=description)
 
     def _privacy(self, query: PrivacyQuery[LastIterateParams]) -> PrivacyReport:
         p, d, grid = query.params, query.delta, query.grid
-        z = _noise_multiplier(p)
-        steps, rule = _steps(p)
+        z = resolved_noise_multiplier(p)
+        steps, rule = steps_and_rule(p)
         found = bounds_for(p, steps)
-        best = _best(found)
+        best = smallest_bound(found)
         accounted, _ = _accounted(best, z, d, grid)
         if not math.isfinite(accounted.epsilon):
             raise ParameterError.single("noise_multiplier", "is too small for a finite ε bound", "a larger value")
         return accounted.privacy(
             self.id,
-            _noise(p, z),
-            _conventions(p, steps, rule),
-            warnings=_warnings(p, found, best),
-            bounds=_bound_results(found, best, z, d, grid),
+            stated_noise(p, z),
+            stated_conventions(p, steps, rule),
+            warnings=stated_warnings(p, found, best),
+            bounds=bound_results(found, best, z, d, grid),
         )
 
     def _calibrate(self, query: CalibrationQuery[LastIterateParams]) -> CalibrationReport:
         p, target, d, grid = query.params, query.target_epsilon, query.delta, query.grid
-        steps, rule = _steps(p)
+        steps, rule = steps_and_rule(p)
         found = bounds_for(p, steps)
-        best = _best(found)
+        best = smallest_bound(found)
         # every bound is K·α/z²: the conversion is solved for z exactly (one-sided)
         z = noise_for_linear_rdp(coefficient(best), target, d)
         accounted, alpha = _accounted(best, z, d, grid, calibrated=True)
         rho = coefficient(best) / (z * z)
         return accounted.calibration(
             self.id,
-            _noise(p, z),
-            _conventions(p, steps, rule),
+            stated_noise(p, z),
+            stated_conventions(p, steps, rule),
             target,
             z,
-            noise_std=_sigma(p, z),
-            warnings=_warnings(p, found, best),
-            bounds=_bound_results(found, best, z, d, grid),
+            noise_std=iterate_noise_std(p, z),
+            warnings=stated_warnings(p, found, best),
+            bounds=bound_results(found, best, z, d, grid),
             utility_reason=_UTILITY_REASON,
             paper=corollary_c2(p, steps, alpha, rho * alpha, d),
         )
@@ -122,7 +122,7 @@ def _accounted(
     rho = coefficient(bound) / (z * z)
     epsilon, alpha = epsilon_for_linear_rdp(rho, delta)
     rdp = AccountantResult.certified(
-        "rdp", epsilon, _METHOD, optimal_order=_order(alpha), noise_multiplier=z if calibrated else None
+        "rdp", epsilon, METHOD, optimal_order=finite_order(alpha), noise_multiplier=z if calibrated else None
     )
     results = (
         rdp,
@@ -130,4 +130,4 @@ def _accounted(
         AccountantResult.not_applicable("paper", _PAPER_REASON),
     )
     curve = RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()), tuple(bound.name for _ in grid))
-    return Accounted(results, rdp, delta, _order(alpha), curve), alpha
+    return Accounted(results, rdp, delta, finite_order(alpha), curve), alpha

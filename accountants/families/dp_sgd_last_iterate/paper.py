@@ -10,7 +10,7 @@ from ...params import NOISE_MULTIPLIER_RANGE
 from ...reports import PaperCalibration
 from .bounds import bounds_for
 from .params import SOURCE, LastIterateParams
-from .text import _best, coefficient
+from .text import coefficient, smallest_bound
 
 # -- Corollary C.2 ---------------------------------------------------------------------------------------------------
 
@@ -59,7 +59,7 @@ def corollary_c2(p: LastIterateParams, steps: int, alpha: float, rdp_epsilon: fl
         update={"stepsize": lam, "noise_multiplier": z, "noise_std": None, "clipping": "inactive"}
     )
     found = bounds_for(prescribed, steps)
-    certified = epsilon_for_linear_rdp(coefficient(_best(found)) / (z * z), delta)[0]
+    certified = epsilon_for_linear_rdp(coefficient(smallest_bound(found)) / (z * z), delta)[0]
     valid = p.clipping == "inactive" and ell >= ell_bar
     conditions = [
         f"stepsize λ̄ = 1/(2(M+m)) = {lam:.6g} (yours: {p.stepsize:.6g})",

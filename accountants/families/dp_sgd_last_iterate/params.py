@@ -78,7 +78,7 @@ class LastIterateParams(ParamsModel):
                     self.stepsize,
                 )
             )
-        if self.epochs is not None and self.steps is None and _steps(self)[0] < 1:
+        if self.epochs is not None and self.steps is None and steps_and_rule(self)[0] < 1:
             issues.append(FieldIssue(("epochs",), "gives zero steps", "epochs ≥ batch_size/dataset_size", self.epochs))
         return issues
 
@@ -87,7 +87,7 @@ class LastIterateParams(ParamsModel):
         return self.dataset_size // self.batch_size
 
 
-def _steps(p: LastIterateParams) -> tuple[int, str]:
+def steps_and_rule(p: LastIterateParams) -> tuple[int, str]:
     if p.steps is not None:
         return p.steps, f"steps as given: {p.steps}"
     exact = Fraction(repr(p.epochs)) * p.dataset_size / p.batch_size

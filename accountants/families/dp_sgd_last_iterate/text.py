@@ -14,13 +14,13 @@ from .params import LastIterateParams
 
 # -- presentation ----------------------------------------------------------------------------------------------------
 
-_METHOD = (
+METHOD = (
     "minimum over the applicable Kong & Ribero bounds and composition (all linear in α), converted exactly with the "
     "improved conversion (Balle et al. 2020, Thm. 21) over real α"
 )
 
 
-def _best(found: list[LinearBound]) -> LinearBound:
+def smallest_bound(found: list[LinearBound]) -> LinearBound:
     """The applicable bound with the smallest coefficient (the composition bound always applies)."""
     return min((b for b in found if b.coefficient is not None), key=coefficient)
 
@@ -32,19 +32,19 @@ def coefficient(bound: LinearBound) -> float:
     return bound.coefficient
 
 
-def _order(alpha: float) -> float | None:
+def finite_order(alpha: float) -> float | None:
     return alpha if math.isfinite(alpha) else None
 
 
-def _sigma(p: LastIterateParams, z: float) -> float:
+def iterate_noise_std(p: LastIterateParams, z: float) -> float:
     return p.stepsize * z * p.clip_norm / p.batch_size
 
 
-def _noise_multiplier(p: LastIterateParams) -> float:
+def resolved_noise_multiplier(p: LastIterateParams) -> float:
     return resolve_noise_multiplier(p.noise_multiplier, p.noise_std, p.stepsize * p.clip_norm / p.batch_size)
 
 
-def _noise(p: LastIterateParams, z: float) -> Noise:
+def stated_noise(p: LastIterateParams, z: float) -> Noise:
     unit = p.stepsize * p.clip_norm / p.batch_size
     return Noise.scaled(
         z,
@@ -55,7 +55,7 @@ def _noise(p: LastIterateParams, z: float) -> Noise:
     )
 
 
-def _conventions(p: LastIterateParams, steps: int, rule: str) -> Conventions:
+def stated_conventions(p: LastIterateParams, steps: int, rule: str) -> Conventions:
     ell = p.steps_per_pass
     return Conventions(
         neighbouring="replace-one",
@@ -68,7 +68,7 @@ def _conventions(p: LastIterateParams, steps: int, rule: str) -> Conventions:
     )
 
 
-def _bound_results(
+def bound_results(
     found: list[LinearBound], best: LinearBound, z: float, delta: float, grid: np.ndarray
 ) -> list[BoundResult]:
     out = []
@@ -97,7 +97,7 @@ def _bound_results(
     return out
 
 
-def _warnings(p: LastIterateParams, found: list[LinearBound], best: LinearBound) -> list[str]:
+def stated_warnings(p: LastIterateParams, found: list[LinearBound], best: LinearBound) -> list[str]:
     notes = []
     composition = found[-1]
     last_iterate = [b for b in found[:-1] if b.coefficient is not None]

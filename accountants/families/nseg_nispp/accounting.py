@@ -28,7 +28,7 @@ from ...reports import (
     RdpCurve,
     choose_accountant,
 )
-from .releases import _MULTI_TIGHT_REASON, SINGLE_RDP_METHOD, TIGHT_METHOD, NoisyReleases, PaperStatement, RdpBound
+from .releases import MULTI_TIGHT_REASON, SINGLE_RDP_METHOD, TIGHT_METHOD, NoisyReleases, PaperStatement, RdpBound
 
 # -- answers -------------------------------------------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ def _multi_pass(
     )
     bounds = releases.rdp_bounds(z)
     return _Rigorous(
-        (rdp, AccountantResult.not_applicable("tight", _MULTI_TIGHT_REASON)),
+        (rdp, AccountantResult.not_applicable("tight", MULTI_TIGHT_REASON)),
         order,
         conversion.rdp,
         [b.curve(grid) for b in bounds],

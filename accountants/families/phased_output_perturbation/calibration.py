@@ -16,13 +16,13 @@ from ...reports import AccountantResult, PaperCalibration, Recommendation
 from .params import ALGORITHM, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, mechanism
 from .privacy import (
-    _TIGHT_GUARANTEE,
-    _TIGHT_METHOD,
-    _paper_result,
-    _rdp_calibration,
+    TIGHT_GUARANTEE,
+    TIGHT_METHOD,
     gdp_parameter,
     paper_epsilon_limit,
     paper_noise_multiplier,
+    paper_result,
+    rdp_calibration,
     releases_per_record,
     solver_failure,
 )
@@ -79,8 +79,8 @@ def calibration_results(target: Target, z_tight: float) -> list[AccountantResult
     exact = gdp.exact_result(
         gdp_parameter(cls, z_tight),
         target.gaussian_delta,
-        _TIGHT_METHOD,
-        guarantee=_TIGHT_GUARANTEE,
+        TIGHT_METHOD,
+        guarantee=TIGHT_GUARANTEE,
         noise_multiplier=z_tight,
     )
     tight = with_reserved_delta(exact, target.failure[1])
@@ -88,8 +88,8 @@ def calibration_results(target: Target, z_tight: float) -> list[AccountantResult
     if z_paper is None:
         paper = AccountantResult.not_applicable("paper", _overflow(target))
     else:
-        paper = _paper_result(p, z_paper, target.delta, target.failure[0], target.epsilon)
-    return [_rdp_calibration(target.epsilon, target.gaussian_delta, count), tight, paper]
+        paper = paper_result(p, z_paper, target.delta, target.failure[0], target.epsilon)
+    return [rdp_calibration(target.epsilon, target.gaussian_delta, count), tight, paper]
 
 
 def paper_calibration(target: Target, z_tight: float) -> PaperCalibration:

@@ -35,18 +35,18 @@ from .calibration import (
 from .params import ALGORITHM_ID, SOURCE, PhasedOutputPerturbationParams
 from .plan import mechanism
 from .privacy import (
-    _RDP_METHOD,
-    _TIGHT_GUARANTEE,
-    _TIGHT_METHOD,
-    _check_target_delta,
-    _order,
-    _paper_result,
+    RDP_METHOD,
+    TIGHT_GUARANTEE,
+    TIGHT_METHOD,
+    check_target_delta,
     gdp_parameter,
+    order,
     paper_failure_probability,
+    paper_result,
     releases_per_record,
     solver_failure,
 )
-from .text import _conventions, _noise, _release_objects, _warnings
+from .text import release_objects, stated_conventions, stated_noise, stated_warnings
 from .utility import utility_bounds
 
 
@@ -70,7 +70,7 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
 
     def _privacy(self, query: PrivacyQuery[PhasedOutputPerturbationParams]) -> PrivacyReport:
         p, d, grid, accountant = query.params, query.delta, query.grid, query.accountant
-        _check_target_delta(p, d)
+        check_target_delta(p, d)
         z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
         probability, delta_fail, default = solver_failure(p, d)
         cls = p.problem_class
@@ -79,35 +79,35 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         rho = count / (2.0 * z * z)
         rdp, alpha = epsilon_for_linear_rdp(rho, gaussian_delta)
         results = [
-            AccountantResult.certified("rdp", rdp, _RDP_METHOD, optimal_order=_order(alpha)),
+            AccountantResult.certified("rdp", rdp, RDP_METHOD, optimal_order=order(alpha)),
             with_reserved_delta(
-                gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, _TIGHT_METHOD, guarantee=_TIGHT_GUARANTEE),
+                gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, TIGHT_METHOD, guarantee=TIGHT_GUARANTEE),
                 delta_fail,
             ),
-            _paper_result(p, z, d, probability),
+            paper_result(p, z, d, probability),
         ]
         chosen = choose_accountant(results, accountant)
         mech = mechanism(p, z)
-        warnings = _warnings(p, mech, d, probability, default)
+        warnings = stated_warnings(p, mech, d, probability, default)
         paper = results[2]
         if not paper.applicable:
             warnings.append(f"paper accountant not applicable: {paper.reason}")
         accounted = Accounted(
-            tuple(results), chosen, d, _order(alpha), RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
+            tuple(results), chosen, d, order(alpha), RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
         )
         return accounted.privacy(
             self.id,
-            _noise(mech),
-            _conventions(mech),
+            stated_noise(mech),
+            stated_conventions(mech),
             warnings=tuple(warnings),
-            releases=_release_objects(mech, probability, paper_failure_probability(cls, d)),
+            releases=release_objects(mech, probability, paper_failure_probability(cls, d)),
         )
 
     # -- calibration ---------------------------------------------------------------------------------------------
 
     def _calibrate(self, query: CalibrationQuery[PhasedOutputPerturbationParams]) -> CalibrationReport:
         p, d, grid = query.params, query.delta, query.grid
-        _check_target_delta(p, d)
+        check_target_delta(p, d)
         target = Target(p, query.target_epsilon, d)
         z_tight = tight_noise(target)
         results = calibration_results(target, z_tight)
@@ -122,7 +122,7 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
         utility = UtilityReport(self.id, utility_bounds(fixed, mech, d), None, applied(p, mech))
         paper = paper_calibration(target, z_tight)
         probability, _, default = target.failure
-        warnings = _warnings(p, mech, d, probability, default)
+        warnings = stated_warnings(p, mech, d, probability, default)
         if not results[2].applicable:
             warnings.append(f"paper accountant not applicable: {results[2].reason}")
         if paper.epsilon_certified is not None and paper.epsilon_certified > target.epsilon:
@@ -131,19 +131,19 @@ class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
                 f"{target.epsilon:g}"
             )
         curve = RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
-        accounted = Accounted(tuple(results), chosen, d, _order(alpha), curve)
+        accounted = Accounted(tuple(results), chosen, d, order(alpha), curve)
         return accounted.calibration(
             self.id,
-            _noise(mech),
-            _conventions(mech),
+            stated_noise(mech),
+            stated_conventions(mech),
             target.epsilon,
             z,
-            noise_std=_noise(mech).noise_std,
+            noise_std=stated_noise(mech).noise_std,
             utility=utility,
             paper=paper,
             recommended=recommendations(target, mech, z_tight, chosen.name == "paper"),
             warnings=warnings,
-            releases=_release_objects(mech, probability, paper_failure_probability(p.problem_class, d)),
+            releases=release_objects(mech, probability, paper_failure_probability(p.problem_class, d)),
         )
 
     # -- utility -------------------------------------------------------------------------------------------------

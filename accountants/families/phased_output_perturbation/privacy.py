@@ -77,15 +77,15 @@ def solver_failure(p: PhasedOutputPerturbationParams, delta: float) -> tuple[flo
     return prob, delta_fail, default
 
 
-_TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
+TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
 """(With δ_fail > 0 the answer is a certified upper bound without a lower one: :func:`~accountants.plan_accounting.
 with_reserved_delta`.)"""
-_TIGHT_METHOD = (
+TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) of the run's Gaussian DP μ = √c/z (c = Gaussian releases a record "
     "influences: parallel composition across phases, Lemma A.1; exact GDP composition of x/y and of Algorithms 4/5), "
     "at δ − δ_fail, plus δ_fail = (solver runs)·p for the solver-failure event (union bound)"
 )
-_RDP_METHOD = (
+RDP_METHOD = (
     "RDP α/(2z²) per release (Mironov 2017), ε(α) = cα/(2z²) for the run, improved conversion (Balle et al. 2020) "
     "at δ − δ_fail, plus δ_fail"
 )
@@ -95,7 +95,7 @@ _PAPER_METHOD = (
 )
 
 
-def _paper_result(
+def paper_result(
     p: PhasedOutputPerturbationParams, z: float, delta: float, probability: float, target: float | None = None
 ) -> AccountantResult:
     cls = p.problem_class
@@ -124,7 +124,7 @@ def _paper_result(
     )
 
 
-def _rdp_calibration(target: float, gaussian_delta: float, releases: int) -> AccountantResult:
+def rdp_calibration(target: float, gaussian_delta: float, releases: int) -> AccountantResult:
     """The smallest z whose curve ε(α) = cα/(2z²) converts to ≤ target at δ − δ_fail (exact inversion, one-sided)."""
     try:
         z = noise_for_linear_rdp(releases / 2.0, target, gaussian_delta)
@@ -133,10 +133,10 @@ def _rdp_calibration(target: float, gaussian_delta: float, releases: int) -> Acc
             "rdp", "the RDP conversion cannot be inverted at this target numerically"
         )
     eps, alpha = epsilon_for_linear_rdp(releases / (2.0 * z * z), gaussian_delta)
-    return AccountantResult.certified("rdp", eps, _RDP_METHOD, optimal_order=_order(alpha), noise_multiplier=z)
+    return AccountantResult.certified("rdp", eps, RDP_METHOD, optimal_order=order(alpha), noise_multiplier=z)
 
 
-def _check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:
+def check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:
     if p.target_delta is not None and not math.isclose(p.target_delta, delta, rel_tol=1e-12, abs_tol=0.0):
         raise ParameterError.single(
             "target_delta",
@@ -146,5 +146,5 @@ def _check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None
         )
 
 
-def _order(alpha: float) -> float | None:
+def order(alpha: float) -> float | None:
     return alpha if math.isfinite(alpha) else None

@@ -9,7 +9,7 @@ from ...reports import Conventions, Noise, Release
 from .params import PHASED, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, certified_accuracy, expected_gap
 from .privacy import failing_runs, releases_per_record
-from .utility import _finite
+from .utility import finite_or_none
 
 # -- presentation ----------------------------------------------------------------------------------------------------
 
@@ -20,7 +20,7 @@ _INDEPENDENCE = (
 )
 
 
-def _release_objects(mech: Mechanism, probability: float, utility_probability: float) -> tuple[Release, ...]:
+def release_objects(mech: Mechanism, probability: float, utility_probability: float) -> tuple[Release, ...]:
     cls = mech.problem_class
     out = []
     for r in mech.releases:
@@ -59,7 +59,7 @@ def _release_objects(mech: Mechanism, probability: float, utility_probability: f
             details["m_k"] = r.m_k
         if mech.regularization is not None:
             details["regularization"] = mech.regularization
-        noise_std = _finite(r.noise_std)
+        noise_std = finite_or_none(r.noise_std)
         out.append(
             Release(
                 r.name,
@@ -74,7 +74,7 @@ def _release_objects(mech: Mechanism, probability: float, utility_probability: f
     return tuple(out)
 
 
-def _noise(mech: Mechanism) -> Noise:
+def stated_noise(mech: Mechanism) -> Noise:
     single = len(mech.releases) == 1
     r = mech.releases[0]
     rules = {
@@ -86,7 +86,7 @@ def _noise(mech: Mechanism) -> Noise:
     }
     return Noise(
         noise_multiplier=mech.noise_multiplier,
-        noise_std=_finite(r.noise_std) if single else None,
+        noise_std=finite_or_none(r.noise_std) if single else None,
         sensitivity=r.sensitivity if single else None,
         sensitivity_rule=rules[mech.problem_class]
         + ("" if single else "; each release's Δ and σ = zΔ are in releases"),
@@ -94,7 +94,7 @@ def _noise(mech: Mechanism) -> Noise:
     )
 
 
-def _conventions(mech: Mechanism) -> Conventions:
+def stated_conventions(mech: Mechanism) -> Conventions:
     cls = mech.problem_class
     count = len(mech.releases)
     if cls in PHASED:
@@ -118,7 +118,7 @@ def _conventions(mech: Mechanism) -> Conventions:
     )
 
 
-def _warnings(
+def stated_warnings(
     p: PhasedOutputPerturbationParams, mech: Mechanism, delta: float, probability: float, default: bool
 ) -> list[str]:
     cls = p.problem_class

@@ -16,7 +16,7 @@ from .privacy import paper_epsilon, paper_epsilon_limit, paper_failure_probabili
 # -- utility -------------------------------------------------------------------------------------------------------
 
 
-def _finite(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 

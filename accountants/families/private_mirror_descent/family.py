@@ -14,9 +14,17 @@ from ...registry import register
 from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
 from .params import ALGORITHM_ID, SOURCE, PrivateMirrorDescentParams
 from .plan import schedule
-from .privacy import _calibrations, _order, _paper_calibration, account, mechanism_plan
-from .text import _bound_results, _conventions, _curve, _releases, _results, _stepsize, _warnings
-from .utility import _recommendations, _utility_report
+from .privacy import account, calibrations, finite_order, mechanism_plan, paper_calibration
+from .text import (
+    accountant_results,
+    bound_results,
+    given_stepsize,
+    stated_conventions,
+    stated_curve,
+    stated_releases,
+    stated_warnings,
+)
+from .utility import recommendations_for, utility_report
 
 # -- the family -------------------------------------------------------------------------------------------------------
 
@@ -47,25 +55,25 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
         """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
         neighbours of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the data."""
         p = self.parse(params)
-        return mechanism_plan(schedule(p), _stepsize(p))
+        return mechanism_plan(schedule(p), given_stepsize(p))
 
     # -- privacy ------------------------------------------------------------------------------------------------------
 
     def _privacy(self, query: PrivacyQuery[PrivateMirrorDescentParams]) -> PrivacyReport:
         p, d, grid, accountant, refine = query.params, query.delta, query.grid, query.accountant, query.refine
-        eta = _stepsize(p)
+        eta = given_stepsize(p)
         sched = schedule(p)
         acc = account(sched, eta, d, grid, refine, tight=accountant != "rdp")
-        results = _results(sched, acc, d)
+        results = accountant_results(sched, acc, d)
         chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
-        accounted = Accounted(tuple(results), chosen, d, _order(acc.rdp), _curve(sched, eta, acc.rdp))
+        accounted = Accounted(tuple(results), chosen, d, finite_order(acc.rdp), stated_curve(sched, eta, acc.rdp))
         return accounted.privacy(
             self.id,
             None,
-            _conventions(sched),
-            warnings=tuple(_warnings(p, sched, acc, d)),
-            bounds=tuple(_bound_results(sched, eta, d, acc, chosen.name)),
-            releases=tuple(_releases(sched, eta)),
+            stated_conventions(sched),
+            warnings=tuple(stated_warnings(p, sched, acc, d)),
+            bounds=tuple(bound_results(sched, eta, d, acc, chosen.name)),
+            releases=tuple(stated_releases(sched, eta)),
         )
 
     # -- calibration --------------------------------------------------------------------------------------------------
@@ -80,33 +88,33 @@ class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
                 "(the first samples come from the uniform start), so every stepsize gives ε = 0; use steps ≥ 2"
             )
         with_tight = accountant != "rdp"
-        results = _calibrations(sched, target, d, grid, with_tight)
+        results = calibrations(sched, target, d, grid, with_tight)
         chosen = choose_accountant(
             results, accountant, key="calibrated_value", largest=True, supported=self.supported_accountants()
         )
         eta = chosen.calibrated_value
         assert eta is not None
         acc = account(sched, eta, d, grid, True, with_tight)
-        recommended = _recommendations(p, sched, eta, target, d)
-        accounted = Accounted(tuple(results), chosen, d, _order(acc.rdp), _curve(sched, eta, acc.rdp))
+        recommended = recommendations_for(p, sched, eta, target, d)
+        accounted = Accounted(tuple(results), chosen, d, finite_order(acc.rdp), stated_curve(sched, eta, acc.rdp))
         return accounted.calibration(
             self.id,
             None,
-            _conventions(sched),
+            stated_conventions(sched),
             target,
             eta,
             calibrated_parameter="stepsize",
             noise_std=None,
-            utility=_utility_report(p, sched, eta, target, d, recommended),
-            paper=_paper_calibration(sched, target, d, grid, with_tight),
+            utility=utility_report(p, sched, eta, target, d, recommended),
+            paper=paper_calibration(sched, target, d, grid, with_tight),
             recommended=tuple(recommended),
-            warnings=tuple(notes + _warnings(p, sched, acc, d)),
-            bounds=tuple(_bound_results(sched, eta, d, acc, chosen.name)),
-            releases=tuple(_releases(sched, eta)),
+            warnings=tuple(notes + stated_warnings(p, sched, acc, d)),
+            bounds=tuple(bound_results(sched, eta, d, acc, chosen.name)),
+            releases=tuple(stated_releases(sched, eta)),
         )
 
     # -- utility ------------------------------------------------------------------------------------------------------
 
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         p = self.parse(params)
-        return _utility_report(p, schedule(p), p.stepsize, None, None, [])
+        return utility_report(p, schedule(p), p.stepsize, None, None, [])

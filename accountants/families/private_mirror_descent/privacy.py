@@ -61,7 +61,7 @@ def rdp_labels(sched: Schedule, stepsize: float, orders: np.ndarray) -> tuple[st
     e0 = sched.epsilon0(stepsize)
     pure = pure_dp_rdp(e0, orders)
     br = bounded_range_rdp(sched.range_ratio * e0, orders)
-    return tuple(_BR_NAME if b <= q else _PURE_RDP_NAME for b, q in zip(br, pure, strict=True))
+    return tuple(BR_NAME if b <= q else PURE_RDP_NAME for b, q in zip(br, pure, strict=True))
 
 
 def paper_epsilon(sched: Schedule, stepsize: float, delta: float) -> float:
@@ -115,20 +115,20 @@ def account(
     return Accounting(spine, paper_epsilon(sched, stepsize, delta), delta)
 
 
-_BR_NAME = "bounded range: α·ε_BR²/8 per sample (Cesar & Rogers 2021)"
-_PURE_RDP_NAME = "exact RDP of ε₀-DP (randomized response)"
-_RDP_METHOD = (
+BR_NAME = "bounded range: α·ε_BR²/8 per sample (Cesar & Rogers 2021)"
+PURE_RDP_NAME = "exact RDP of ε₀-DP (randomized response)"
+RDP_METHOD = (
     "per order, k × min(α·ε_BR²/8 [ε_BR-bounded-range ⇒ ε_BR²/8-zCDP, Cesar & Rogers 2021], exact RDP of ε₀-DP "
     "[randomized response dominates, Kairouz–Oh–Viswanath 2015]), composed adaptively; improved conversion "
     "(Balle et al. 2020, Thm. 21) on the order grid, or over real α for the bounded-range part where smaller"
 )
-_PAPER_METHOD = "the paper's privacy statement as printed (advanced composition, Corollary 3.6)"
+PAPER_METHOD = "the paper's privacy statement as printed (advanced composition, Corollary 3.6)"
 
 
 # -- calibration per accountant ---------------------------------------------------------------------------------------
 
 
-def _calibrations(
+def calibrations(
     sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
 ) -> list[AccountantResult]:
     """Each accountant's largest stepsize meeting (target, δ): the spine's calibration for rdp and tight (the tight
@@ -151,23 +151,23 @@ def _calibrations(
         )
     limit = 8.0 * (-math.log(delta))
     if target <= limit:
-        eta = _shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
+        eta = shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
         out.append(
             AccountantResult(
                 "paper",
                 True,
                 paper_epsilon(sched, eta, delta),
                 "the paper's statement (a valid advanced-composition bound)",
-                _PAPER_METHOD + f"; {sched.paper_rule}",
+                PAPER_METHOD + f"; {sched.paper_rule}",
                 calibrated_value=eta,
             )
         )
     else:
-        out.append(AccountantResult.not_applicable("paper", _paper_condition(target, delta)))
+        out.append(AccountantResult.not_applicable("paper", paper_condition(target, delta)))
     return out
 
 
-def _shrink(stepsize: float, feasible: Callable[[float], bool]) -> float:
+def shrink(stepsize: float, feasible: Callable[[float], bool]) -> float:
     """The largest value ≤ ``stepsize`` (stepping down by relative 1e-12, then geometrically) that is feasible."""
     step = 1e-12
     eta = stepsize
@@ -179,14 +179,14 @@ def _shrink(stepsize: float, feasible: Callable[[float], bool]) -> float:
     return eta
 
 
-def _paper_condition(epsilon: float, delta: float) -> str:
+def paper_condition(epsilon: float, delta: float) -> str:
     return (
         f"Corollary 3.6 needs ε ≤ 8 log(1/δ) = {8.0 * (-math.log(delta)):.6g}; here ε = {epsilon:.6g}, so the "
         "printed statement does not apply"
     )
 
 
-def _paper_calibration(
+def paper_calibration(
     sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
 ) -> PaperCalibration:
     """The paper's rule as printed, and what the rigorous accountants certify at the stepsize it prescribes (the
@@ -215,11 +215,11 @@ def _paper_calibration(
     return PaperCalibration(source, None, target, certified, by, valid, note)
 
 
-def _order(conversion: Conversion) -> float | None:
+def finite_order(conversion: Conversion) -> float | None:
     return conversion.reported_order
 
 
-def _zcdp_budget(epsilon: float, delta: float) -> float:
+def zcdp_budget(epsilon: float, delta: float) -> float:
     """A ρ whose curve ρα converts to at most ε at δ: the exact largest one (improved conversion), or, where that
     cannot be evaluated (ρ below ~1e-290), the classic ρ = ε²/(√(log(1/δ) + ε) + √log(1/δ))², which is smaller."""
     try:

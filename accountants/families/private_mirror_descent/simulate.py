@@ -15,7 +15,7 @@ from ...params import ParamsModel, param
 from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from .params import ALGORITHM_ID, SADDLE_VARIANTS, PrivateMirrorDescentParams
 from .plan import Schedule, schedule
-from .utility import _EXPLICIT_SOURCE, ell12, explicit_gap_bound, regime
+from .utility import EXPLICIT_SOURCE, ell12, explicit_gap_bound, regime
 
 # -- simulation (verification jobs) -----------------------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ def _prediction(
             "first-order and second-order simulate the same algorithm (Algorithm 1): their measurements agree for one "
             "seed; only the predicted bound differs"
         )
-        return bound, _EXPLICIT_SOURCE, same
+        return bound, EXPLICIT_SOURCE, same
     note = (
         f"variant {p.variant}: the paper's bound is a rate whose constants are lost (Theorem "
         f"{'3.14' if p.variant == 'bias-reduced' else '4.2'}); measured only"

@@ -18,19 +18,19 @@ from ...reports import AccountantResult, Assumption, BoundResult, Conventions, R
 from .params import SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
 from .privacy import (
-    _BR_NAME,
-    _PAPER_METHOD,
-    _PURE_RDP_NAME,
-    _RDP_METHOD,
+    BR_NAME,
+    PAPER_METHOD,
+    PURE_RDP_NAME,
+    RDP_METHOD,
     Accounting,
-    _paper_condition,
+    paper_condition,
     rdp_labels,
 )
 
 # -- presentation -----------------------------------------------------------------------------------------------------
 
 
-def _stepsize(p: PrivateMirrorDescentParams) -> float:
+def given_stepsize(p: PrivateMirrorDescentParams) -> float:
     if p.stepsize is None:
         raise ParameterError.single(
             "stepsize",
@@ -41,13 +41,13 @@ def _stepsize(p: PrivateMirrorDescentParams) -> float:
     return p.stepsize
 
 
-def _curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
+def stated_curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
     orders = np.asarray(conversion.orders, dtype=float)
     eps: list[float | None] = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
     return RdpCurve(tuple(orders.tolist()), tuple(eps), rdp_labels(sched, eta, orders))
 
 
-def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
+def accountant_results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
     """The spine's rdp and tight results, and the paper's statement."""
     results = list(acc.results)
     if acc.paper_valid:
@@ -57,15 +57,15 @@ def _results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantR
                 True,
                 acc.paper,
                 "the paper's statement (a valid advanced-composition bound)",
-                _PAPER_METHOD + f"; {sched.paper_rule}",
+                PAPER_METHOD + f"; {sched.paper_rule}",
             )
         )
     else:
-        results.append(AccountantResult.not_applicable("paper", _paper_condition(acc.paper, delta)))
+        results.append(AccountantResult.not_applicable("paper", paper_condition(acc.paper, delta)))
     return results
 
 
-def _conventions(sched: Schedule) -> Conventions:
+def stated_conventions(sched: Schedule) -> Conventions:
     released = {
         "first-order": "the average (x̂, ŷ) of the private iterates x̃_t, ỹ_t; every vertex sample is accounted",
         "second-order": "the average (x̂, ŷ) of the private iterates x̃_t, ỹ_t; every vertex sample is accounted",
@@ -87,7 +87,7 @@ def _conventions(sched: Schedule) -> Conventions:
     )
 
 
-def _releases(sched: Schedule, eta: float) -> list[Release]:
+def stated_releases(sched: Schedule, eta: float) -> list[Release]:
     e0 = sched.epsilon0(eta)
     details: dict[str, float | int | str] = {
         "epsilon0": e0,
@@ -135,7 +135,7 @@ def _releases(sched: Schedule, eta: float) -> list[Release]:
     ]
 
 
-def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, delta: float) -> list[str]:
+def stated_warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, delta: float) -> list[str]:
     notes = [
         "constants are reconstructed from the paper's proofs (the text we worked from lost its formulas): "
         + sched.epsilon0_rule
@@ -144,7 +144,7 @@ def _warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, d
         "the sensitivity assumes ‖∇f(·; ξ)‖∞ ≤ lipschitz for every record (clip gradient coordinates if not)",
     ]
     if not acc.paper_valid:
-        notes.append(_paper_condition(acc.paper, delta))
+        notes.append(paper_condition(acc.paper, delta))
     if acc.tight is not None and acc.tight > acc.rdp.value:
         notes.append(
             "the tight accountant exceeds the rdp bound here: its lattice and blocks of 64 samples cost more than the "
@@ -168,7 +168,7 @@ def _linear_epsilon(rho: float, delta: float) -> float:
     return epsilon_for_linear_rdp(rho, delta)[0] if rho > 0.0 else 0.0
 
 
-def _bound_results(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
+def bound_results(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
     """Every privacy bound of the run: the Rényi ones, then the optimal and advanced compositions and the paper's."""
     return [*_renyi_bounds(sched, eta, delta, acc, chosen), *_composition_bounds(sched, eta, delta, acc, chosen)]
 
@@ -184,7 +184,7 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
     return [
         BoundResult(
             "RDP: per-order minimum of bounded-range zCDP and exact pure-DP RDP",
-            _RDP_METHOD,
+            RDP_METHOD,
             True,
             None,
             always,
@@ -194,7 +194,7 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
             "every vertex sample",
         ),
         BoundResult(
-            _BR_NAME,
+            BR_NAME,
             "Cesar & Rogers 2021, Lemma 3.2; composition of zCDP",
             True,
             None,
@@ -205,7 +205,7 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
             "every vertex sample",
         ),
         BoundResult(
-            _PURE_RDP_NAME,
+            PURE_RDP_NAME,
             "Kairouz, Oh & Viswanath 2015 (randomized response dominates ε₀-DP); Mironov 2017 (composition)",
             True,
             None,
@@ -264,7 +264,7 @@ def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounti
             "Corollary 3.6 as printed (the paper accountant)",
             f"{SOURCE}: {sched.paper_rule}",
             acc.paper_valid,
-            None if acc.paper_valid else _paper_condition(acc.paper, delta),
+            None if acc.paper_valid else paper_condition(acc.paper, delta),
             (
                 Assumption(
                     f"ε ≤ 8 log(1/δ) = {8.0 * (-math.log(delta)):.6g}",

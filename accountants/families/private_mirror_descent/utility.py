@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ...reports import Assumption, Recommendation, UtilityBound, UtilityReport
 from .params import ALGORITHM_ID, MAX_SAMPLES, SADDLE_VARIANTS, SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
-from .privacy import _shrink, _zcdp_budget
+from .privacy import shrink, zcdp_budget
 
 # -- utility ----------------------------------------------------------------------------------------------------------
 
@@ -126,7 +126,7 @@ def tune_algorithm1(p: PrivateMirrorDescentParams, eps: float, delta: float) -> 
     n, L0, L1 = p.dataset_size, p.lipschitz, p.smoothness
     L2 = p.second_order_smoothness or 0.0
     ell, reg = ell12(p), regime(p)
-    rho = _zcdp_budget(eps, delta)
+    rho = zcdp_budget(eps, delta)
     limit = max(1, n // 4)
     batches = sorted({b for b in (round(1.25**i) for i in range(200)) if 1 <= b <= limit})
     samples = (1,) if reg == "quadratic" else tuple(2**j for j in range(11))
@@ -138,7 +138,7 @@ def tune_algorithm1(p: PrivateMirrorDescentParams, eps: float, delta: float) -> 
             e0 = math.inf if count == 0 else math.sqrt(8.0 * rho / count)
             eta = min(nonprivate_stepsize(t, ell, L0), b * e0 / (4.0 * L0))
             if count and count * (4.0 * eta * L0 / b) ** 2 / 8.0 > rho:  # rounding: step below the root
-                eta = _shrink(eta, functools.partial(_within_budget, count=count, batch=b, lipschitz=L0, rho=rho))
+                eta = shrink(eta, functools.partial(_within_budget, count=count, batch=b, lipschitz=L0, rho=rho))
             value = explicit_gap_bound(t, k, eta, ell, L0, L1, L2, reg)
             if best is None or value < best.bound:
                 best = Tuned(b, t, k, eta, 4.0 * eta * L0 / b, value)
@@ -162,7 +162,7 @@ def tune_algorithm3(p: PrivateMirrorDescentParams) -> tuple[int, int, float]:
 
 # -- utility reports and recommendations ------------------------------------------------------------------------------
 
-_EXPLICIT_SOURCE = (
+EXPLICIT_SOURCE = (
     f"{SOURCE}, Theorem 3.1 via Lemma 3.8 (eq. (8)), Lemma 3.11 and Cor. 2.4/2.6: constants derived [D], "
     "measured 6–10× loose on bilinear games"
 )
@@ -183,7 +183,7 @@ def _declared(p: PrivateMirrorDescentParams) -> tuple[Assumption, ...]:
     return tuple(out)
 
 
-def _utility_report(
+def utility_report(
     p: PrivateMirrorDescentParams,
     sched: Schedule,
     eta: float | None,
@@ -242,7 +242,7 @@ def _explicit_bounds(
         UtilityBound.explicit(
             f"expected strong duality gap E Gap(x̂, ŷ) at η = {used:.6g} (T = {t}, K = {k}; {label[reg]} bias term)",
             explicit_gap_bound(t, k, used, ell, L0, L1, L2 or 0.0, reg),
-            _EXPLICIT_SOURCE,
+            EXPLICIT_SOURCE,
             declared,
         )
     ]
@@ -252,7 +252,7 @@ def _explicit_bounds(
                 f"expected strong duality gap at the smaller stepsize η_np = {eta_np:.6g} (also private: ε "
                 "decreases with η)",
                 explicit_gap_bound(t, k, eta_np, ell, L0, L1, L2 or 0.0, reg),
-                _EXPLICIT_SOURCE,
+                EXPLICIT_SOURCE,
                 declared,
             )
         )
@@ -307,7 +307,7 @@ def _rate_bounds(
     return [rate, lower]
 
 
-def _recommendations(
+def recommendations_for(
     p: PrivateMirrorDescentParams, sched: Schedule, eta: float, target: float, delta: float
 ) -> list[Recommendation]:
     """The paper's parameters for the target [R], dpcal's tuned ones [D], and the stepsize cap."""
