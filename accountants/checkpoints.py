@@ -139,9 +139,13 @@ class CurveAnswer:
     its own would get it, e.g. :func:`~accountants.tight.tight_epsilons`)."""
 
     def known_at(self, steps: int) -> dict[str, AccountantResult]:
-        """The other accountants' answers at ``steps`` (what :func:`~accountants.plan_accounting.account_plan` need
-        not compute again)."""
-        return {name: answers[steps] for name, answers in self.others.items() if steps in answers}
+        return answers_at(self.others, steps)
+
+
+def answers_at(others: Mapping[str, Mapping[int, AccountantResult]], steps: int) -> dict[str, AccountantResult]:
+    """The other accountants' answers at ``steps`` (what :func:`~accountants.plan_accounting.account_plan` need not
+    compute again)."""
+    return {name: answers[steps] for name, answers in others.items() if steps in answers}
 
 
 def epsilon_curve(query: CurveQuery, steps: Sequence[int]) -> CurveAnswer:

@@ -74,9 +74,14 @@ ACCOUNTANT_NAMES: tuple[str, ...] = ("best", *PLAN_ACCOUNTANTS, "paper")
 and ``paper`` (the paper's own statement)."""
 
 
+def spine_accountants() -> tuple[str, ...]:
+    """What a request answered by the spine alone may name: ``best`` and the plan accountants (read when asked)."""
+    return ("best", *plan_accountants())
+
+
 def accountant_names() -> tuple[str, ...]:
     """:data:`ACCOUNTANT_NAMES` as the table stands now."""
-    return ("best", *plan_accountants(), "paper")
+    return (*spine_accountants(), "paper")
 
 
 def asks(accountant: str, name: str) -> bool:

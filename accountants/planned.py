@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import gdp
-from .checkpoints import CurveAnswer, CurveQuery, checkpoint_steps, epsilon_curve
+from .checkpoints import CurveAnswer, CurveQuery, answers_at, checkpoint_steps, epsilon_curve
 from .errors import ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, plan_accountants
+from .plan_accounting import account_plan, calibrate_plan, spine_accountants
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
     AccountantResult,
@@ -65,7 +65,6 @@ class PlannedFamily(AlgorithmFamily[P]):
     """A family whose privacy is that of its :meth:`plan`; subclasses add wording, extra rows and utility."""
 
     knob: ClassVar[Knob] = NOISE_MULTIPLIER
-    accountants: ClassVar[tuple[str, ...]] = PLAN_ACCOUNTANTS
     utility_reason: ClassVar[str | None] = None
     """Why the family states no utility theorem (default: says so)."""
     paper_reason: ClassVar[str | None] = None
@@ -138,7 +137,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         return Cost.CHEAP if gdp.is_gaussian(self.plan(p, COST_DELTA).event) else Cost.HEAVY
 
     def supported_accountants(self) -> tuple[str, ...]:
-        return ("best", *plan_accountants())
+        return spine_accountants()
 
     @property
     def offers_checkpoints(self) -> bool:
@@ -149,9 +148,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         value = self._knob_value(p)
         plan = self.plan(p, d)
         conventions = self.conventions(p, plan)
-        steps = conventions.steps
-        others = {name: answers[steps] for name, answers in query.known_others.items() if steps in answers}
-        known = (query.known_rdp.get(steps), others)
+        known = (query.known_rdp.get(conventions.steps), answers_at(query.known_others, conventions.steps))
         reason, method = self.tight_reason(plan), self.rdp_method(p, plan)
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, reason, known, method)
         if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞

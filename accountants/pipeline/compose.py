@@ -28,7 +28,7 @@ from ..events import (
 )
 from ..family import Cost
 from ..knobs import KNOBS, KnobRule, calibrate_integer
-from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, plan_accountants
+from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, spine_accountants
 from ..plans import Knob, MechanismPlan
 from ..rdp import Neighbouring
 from ..reports import (
@@ -109,7 +109,7 @@ def _answer(c: Composition, tree: Tree) -> PrivacyReport:
     answer = account_plan(plan, c.delta, c.accountant, c.grid, c.refine, known=known)
     if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
         raise ParameterError.single("mechanism", "gives no finite ε bound at this δ", "more noise or a larger δ")
-    chosen = choose_accountant(answer.results, c.accountant, supported=("best", *plan_accountants()))
+    chosen = choose_accountant(answer.results, c.accountant, supported=spine_accountants())
     accounted = Accounted(answer.results, chosen, c.delta, answer.optimal_order, answer.curve)
     report = accounted.privacy(
         COMPOSE, None, conventions(tree, c.neighbouring), warnings=(*answer.warnings, *_warnings(tree))
@@ -163,7 +163,7 @@ def _warnings(tree: Tree) -> list[str]:
 
 
 def _check_accountant(accountant: str) -> None:
-    names = ("best", *plan_accountants())
+    names = spine_accountants()
     if accountant not in names:
         raise ParameterError.single("accountant", "unknown for a composition", "one of: " + ", ".join(names))
 
