@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .calibration import calibrate, calibrate_rdp
-from .conversions import Conversion
+from .calibration import NOISE_SEARCH_RANGE, calibrate, calibrate_rdp
+from .conversions import Conversion, noise_for_linear_rdp
 from .errors import CalibrationError, ParameterError
 from .events import DpEvent
 from .plans import Knob, MechanismPlan
@@ -222,16 +222,21 @@ def _calibrate_rdp(
 ) -> tuple[AccountantResult, float | None]:
     """The rdp calibration (its result, and the noise found on the knob's noise scale; None where it fails).
 
-    Trees with a zCDP envelope or a pure-DP sum (:meth:`RdpAccountant.bounded`) are calibrated on the accountant's
-    own ε, bound included (each evaluation exact, no grid edge: tiny targets need orders near 10⁸); the others by
-    :func:`~accountants.calibration.calibrate_rdp` on the curve (the order search of a Rényi calibration)."""
+    Trees whose curve is ρα with ρ·noise² fixed (Gaussian and zCDP releases the knob scales) are inverted exactly
+    (:func:`_linear_inverse`); other trees with a zCDP envelope or a pure-DP sum (:meth:`RdpAccountant.bounded`) are
+    calibrated on the accountant's own ε, bound included (each evaluation exact, no grid edge: tiny targets need
+    orders near 10⁸); the others by :func:`~accountants.calibration.calibrate_rdp` on the curve (the order search of
+    a Rényi calibration)."""
     reference = plan_at(1.0)
     accountant = RdpAccountant(reference.neighbouring)
     try:
         bounded = (
             accountant.envelope(reference.event) is not None or accountant.pure_epsilon(reference.event) is not None
         )
-        if bounded:
+        exact = _linear_inverse(accountant, plan_at, accounted, target, orders) if bounded else None
+        if exact is not None:
+            noise, conversion = exact
+        elif bounded:
             found = calibrate(
                 lambda x: accountant.epsilon(plan_at(x).event, accounted, orders).value, target, parameter=knob.field
             )
@@ -247,6 +252,30 @@ def _calibrate_rdp(
     except (CalibrationError, ParameterError) as error:
         return AccountantResult.not_applicable("rdp", str(error)), None
     return rdp_result(conversion, knob.from_noise(noise), method), noise
+
+
+def _linear_inverse(
+    accountant: RdpAccountant, plan_at: PlanAt, accounted: float, target: float, orders: np.ndarray | None
+) -> tuple[float, Conversion] | None:
+    """The exact smallest noise, and its conversion, where the plan's Rényi curve is exactly ρα (every leaf a
+    Gaussian or a zCDP release without ξ, none pure) with ρ·noise² the same at noise 1 and 2 (the knob scales every
+    release): :func:`~accountants.conversions.noise_for_linear_rdp` of the coefficient ρ(1), whose conversion is the
+    accountant's own (its zCDP route, exact over real orders). None otherwise, or outside the calibrator's range."""
+    one, two = plan_at(1.0).event, plan_at(2.0).event
+    at_one, at_two = accountant.envelope(one), accountant.envelope(two)
+    if at_one is None or at_two is None or accountant.pure_epsilon(one) is not None:
+        return None
+    (xi, coefficient), (xi_two, rho_two) = at_one, at_two
+    if xi != 0.0 or xi_two != 0.0 or not math.isclose(coefficient, 4.0 * rho_two, rel_tol=1e-12):
+        return None
+    try:
+        noise = noise_for_linear_rdp(coefficient, target, accounted)
+    except ValueError:  # targets far below the floats' range (e.g. 1e-300): the root finder says why
+        return None
+    if not NOISE_SEARCH_RANGE[0] <= noise <= NOISE_SEARCH_RANGE[1]:
+        return None
+    conversion = accountant.epsilon(plan_at(noise).event, accounted, orders)
+    return (noise, conversion) if conversion.value <= target else None
 
 
 def rdp_result(

@@ -12,9 +12,11 @@ releases about one record as a :class:`~accountants.events.DpEvent` tree. The sp
 * ε over training, where the family says how its run stops early (:meth:`PlannedFamily.checkpoints_of`).
 
 What only the family knows stays with it, as hooks with empty defaults: :meth:`plan`, :meth:`conventions` and
-:meth:`noise` (its wording and units), :meth:`rdp_method` (its words for the Rényi bound), :meth:`extra_results`
-(rows shown beside the spine's, e.g. a paper's own claim or an answer under another assumption, never chosen by
-``best`` unless valid), :meth:`notes` (warnings), :meth:`utility`. A new algorithm is one such class decorated with
+:meth:`noise` (its wording and units), :meth:`method` (its words for an accountant's method on its plan),
+:meth:`extra_results` and :meth:`extra_calibrations` (rows shown beside the spine's: a paper's own claim or
+calibration, or an answer under another assumption; never chosen by ``best`` unless certified), :meth:`details`
+(warnings, the paper's bounds, the releases), :meth:`calibration_details` (utility at the calibrated knob, the
+paper's own calibration, advice), :meth:`utility`. A new algorithm is one such class decorated with
 :func:`~accountants.registry.register`.
 """
 
@@ -26,9 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from . import gdp
 from .checkpoints import CurveAnswer, CurveQuery, answers_at, checkpoint_steps, epsilon_curve
-from .errors import ParameterError
+from .errors import CalibrationError, ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
@@ -37,16 +41,42 @@ from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
     AccountantResult,
     Accounted,
+    BoundResult,
     CalibrationReport,
     Conventions,
     Noise,
+    PaperCalibration,
     PrivacyReport,
+    RdpCurve,
+    Recommendation,
+    Release,
     UtilityReport,
     choose_accountant,
 )
 
 COST_DELTA = 1e-5
 """δ at which the plan's shape is read to price a request (the shape does not depend on δ)."""
+
+
+@dataclass(frozen=True)
+class Details:
+    """What an answer shows beside the accountants' rows, from the family: warnings, the paper's own bounds (each
+    with its conditions and curve) and the releases of its plan, as data."""
+
+    warnings: Sequence[str] = ()
+    bounds: Sequence[BoundResult] = ()
+    releases: Sequence[Release] = ()
+
+
+@dataclass(frozen=True)
+class CalibrationDetails:
+    """What a calibration answer adds at the calibrated knob, from the family: its utility there, the paper's own
+    calibration (with what the accountants certify for it), advice on other hyperparameters, and warnings."""
+
+    utility: UtilityReport | None = None
+    paper: PaperCalibration | None = None
+    recommended: Sequence[Recommendation] = ()
+    warnings: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,9 @@ class PlannedFamily(AlgorithmFamily[P]):
     """A family whose privacy is that of its :meth:`plan`; subclasses add wording, extra rows and utility."""
 
     knob: ClassVar[Knob] = NOISE_MULTIPLIER
+    accountants: ClassVar[tuple[str, ...]] = ()
+    """Accountants of the family's own beside the spine's (``paper``, where its statement has a regime in which it
+    answers: then :meth:`extra_results` and :meth:`extra_calibrations` give the row)."""
     utility_reason: ClassVar[str | None] = None
     """Why the family states no utility theorem (default: says so)."""
     paper_reason: ClassVar[str | None] = None
@@ -80,7 +113,8 @@ class PlannedFamily(AlgorithmFamily[P]):
 
     @abstractmethod
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
-        """The releases about one record at these hyperparameters (the knob included) and δ."""
+        """The releases about one record at these hyperparameters (the knob included) and δ (checks of the
+        hyperparameters against δ belong here: every answer compiles the plan first)."""
 
     @abstractmethod
     def conventions(self, params: P, plan: MechanismPlan) -> Conventions:
@@ -96,12 +130,17 @@ class PlannedFamily(AlgorithmFamily[P]):
         return None if value is None else float(value)
 
     def tight_reason(self, plan: MechanismPlan) -> str | None:
-        """The family's words for why ``tight`` may not apply to its plan, put before the spine's reason where it
-        does not (None: the spine's reason alone)."""
+        """The family's words for why an accountant beside rdp may not read its plan, put before the spine's reason
+        where it does not (None: the spine's reason alone)."""
         return None
 
-    def rdp_method(self, params: P, plan: MechanismPlan) -> str | None:
-        """The family's words for the Rényi bound of its plan (None: the spine's)."""
+    def method(self, accountant: str, params: P, plan: MechanismPlan) -> str | None:
+        """The family's words for how ``accountant`` reads its plan (None: the spine's); rdp's keeps the route its
+        conversion took."""
+        return None
+
+    def curve_bound(self, params: P, plan: MechanismPlan) -> str | None:
+        """The name of the paper's bound behind the Rényi curve at every order, where one is (None: the plan's)."""
         return None
 
     def extra_results(self, params: P, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
@@ -109,12 +148,21 @@ class PlannedFamily(AlgorithmFamily[P]):
         return ()
 
     def extra_calibrations(self, params: P, target: float, delta: float) -> Sequence[AccountantResult]:
-        """Rows shown after the spine's in a calibration answer."""
+        """Rows shown after the spine's in a calibration answer (each applicable one with its ``calibrated_value``)."""
         return ()
 
-    def notes(self, params: P, plan: MechanismPlan) -> Sequence[str]:
-        """Warnings the family adds to every answer at these hyperparameters."""
-        return ()
+    def details(
+        self, params: P, plan: MechanismPlan, delta: float, orders: np.ndarray, results: Sequence[AccountantResult]
+    ) -> Details:
+        """Warnings, bounds and releases shown with every answer at these hyperparameters (``orders``: those of the
+        answer's Rényi curve; ``results``: its rows)."""
+        return Details()
+
+    def calibration_details(
+        self, at: P, plan: MechanismPlan, target: float, delta: float, chosen: AccountantResult
+    ) -> CalibrationDetails:
+        """What a calibration answer adds at the calibrated hyperparameters ``at`` (``chosen``: the row answering)."""
+        return CalibrationDetails()
 
     def early_stops(self, params: P, plan: MechanismPlan) -> EarlyStops | None:
         """How the run stops early (None: ε over training is not offered)."""
@@ -134,10 +182,14 @@ class PlannedFamily(AlgorithmFamily[P]):
             return Cost.CHEAP
         if self.knob_value(p) is None:
             p = p.model_copy(update={self.knob.field: self.knob.from_noise(1.0)})
-        return Cost.CHEAP if gdp.is_gaussian(self.plan(p, COST_DELTA).event) else Cost.HEAVY
+        try:
+            plan = self.plan(p, COST_DELTA)
+        except ParameterError:  # a check against δ, which is not known here: the answer itself says why
+            return Cost.HEAVY
+        return Cost.CHEAP if gdp.is_gaussian(plan.event) else Cost.HEAVY
 
     def supported_accountants(self) -> tuple[str, ...]:
-        return spine_accountants()
+        return (*spine_accountants(), *self.accountants)
 
     @property
     def offers_checkpoints(self) -> bool:
@@ -149,39 +201,34 @@ class PlannedFamily(AlgorithmFamily[P]):
         plan = self.plan(p, d)
         conventions = self.conventions(p, plan)
         known = (query.known_rdp.get(conventions.steps), answers_at(query.known_others, conventions.steps))
-        reason, method = self.tight_reason(plan), self.rdp_method(p, plan)
+        reason, method = self.tight_reason(plan), self.method("rdp", p, plan)
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, reason, known, method)
         if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
-        results = (*answer.results, *self.extra_results(p, plan, d))
+        results = (*self._worded(answer.results, p, plan), *self.extra_results(p, plan, d))
         chosen = choose_accountant(results, query.accountant, supported=self.supported_accountants())
-        accounted = Accounted(results, chosen, d, answer.optimal_order, answer.curve)
-        warnings = (*answer.warnings, *self.notes(p, plan))
-        return accounted.privacy(self.id, self.noise(p, value), conventions, warnings=warnings)
+        accounted = Accounted(results, chosen, d, answer.optimal_order, self._labelled(answer.curve, p, plan))
+        shown = self.details(p, plan, d, query.grid, results)
+        return accounted.privacy(
+            self.id,
+            self.noise(p, value),
+            conventions,
+            warnings=(*answer.warnings, *shown.warnings),
+            bounds=shown.bounds,
+            releases=shown.releases,
+        )
 
     def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
         p, d, target, grid = query.params, query.delta, query.target_epsilon, query.grid
-
-        def plan_at(noise: float) -> MechanismPlan:
-            return self.plan(p.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), d)
-
-        reference = plan_at(1.0)
-        reason, method = self.tight_reason(reference), self.rdp_method(p, reference)
-        spine = calibrate_plan(plan_at, d, target, self.knob, query.accountant, grid, reason, method)
-        results = (*(self._on_knob(r) for r in spine), *self.extra_calibrations(p, target, d))
-        chosen = choose_accountant(
-            results,
-            query.accountant,
-            key="calibrated_value",
-            largest=not self.knob.larger_is_more_private,
-            supported=self.supported_accountants(),
-        )
+        results, chosen = self._calibrations(query)
         value = chosen.calibrated_value
         assert value is not None  # set on every applicable calibration result
         at = p.model_copy(update={self.knob.field: value})
         plan = self.plan(at, d)
-        shown = account_plan(plan, d, "rdp", grid, rdp_method=self.rdp_method(at, plan))
-        accounted = Accounted(results, chosen, d, shown.optimal_order, shown.curve)
+        curve = account_plan(plan, d, "rdp", grid, rdp_method=self.method("rdp", at, plan))
+        accounted = Accounted(results, chosen, d, curve.optimal_order, self._labelled(curve.curve, at, plan))
+        shown = self.details(at, plan, d, grid, results)
+        added = self.calibration_details(at, plan, target, d, chosen)
         return accounted.calibration(
             self.id,
             self.noise(p, value),
@@ -189,10 +236,91 @@ class PlannedFamily(AlgorithmFamily[P]):
             target,
             value,
             calibrated_parameter=self.knob.field,
-            warnings=(*shown.warnings, *self.notes(at, plan)),
-            utility_reason=self.utility_reason or f"{self.id} states no utility theorem",
-            paper_reason=self.paper_reason or f"{self.id} has no paper calibration of its own",
+            warnings=(*curve.warnings, *shown.warnings, *added.warnings),
+            bounds=shown.bounds,
+            releases=shown.releases,
+            utility=added.utility,
+            utility_reason=None if added.utility else self.utility_reason or f"{self.id} states no utility theorem",
+            paper=added.paper,
+            paper_reason=None if added.paper else self.paper_reason or f"{self.id} has no paper calibration of its own",
+            recommended=added.recommended,
         )
+
+    def _calibrations(self, query: CalibrationQuery[P]) -> tuple[tuple[AccountantResult, ...], AccountantResult]:
+        """Every accountant's calibration of the knob (the spine's, then the family's rows) and the one answering;
+        a value outside the knob's accepted range is no answer (:class:`CalibrationError` where none is left)."""
+        p, d, target = query.params, query.delta, query.target_epsilon
+        plan_at = self._plans(p, d)
+        reference = plan_at(1.0)
+        reason, method = self.tight_reason(reference), self.method("rdp", p, reference)
+        spine = calibrate_plan(plan_at, d, target, self.knob, query.accountant, query.grid, reason, method)
+        on_knob = (self._in_range(self._on_knob(r), target) for r in spine)
+        results = (*self._worded(tuple(on_knob), p, reference), *self.extra_calibrations(p, target, d))
+        if query.accountant == "best" and not any(r.counts_for_best for r in results):
+            raise CalibrationError(
+                "no accountant meets the target: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
+            )
+        chosen = choose_accountant(
+            results,
+            query.accountant,
+            key="calibrated_value",
+            largest=not self.knob.larger_is_more_private,
+            supported=self.supported_accountants(),
+        )
+        return results, chosen
+
+    def epsilon_by(self, accountant: str, params: P, delta: float) -> AccountantResult:
+        """One plan accountant's answer at these hyperparameters (for a hook comparing a paper's prescription)."""
+        plan = self.plan(params, delta)
+        answer = account_plan(plan, delta, accountant, rdp_method=self.method("rdp", params, plan))
+        return next(r for r in answer.results if r.name == accountant)
+
+    def calibrated_by(self, accountant: str, params: P, target: float, delta: float) -> AccountantResult:
+        """One plan accountant's calibration of the knob (for a hook comparing a paper's prescription); not
+        applicable with the reason where it cannot meet the target."""
+        try:
+            found = calibrate_plan(self._plans(params, delta), delta, target, self.knob, accountant)
+        except CalibrationError as error:
+            return AccountantResult.not_applicable(accountant, str(error))
+        return next(self._on_knob(r) for r in found if r.name == accountant)
+
+    def _plans(self, params: P, delta: float) -> Callable[[float], MechanismPlan]:
+        """The plans at these hyperparameters indexed by the knob on its noise scale."""
+
+        def plan_at(noise: float) -> MechanismPlan:
+            return self.plan(params.model_copy(update={self.knob.field: self.knob.from_noise(noise)}), delta)
+
+        return plan_at
+
+    def _in_range(self, result: AccountantResult, target: float) -> AccountantResult:
+        """A calibration result, not applicable where its value is outside what a request may give the knob."""
+        value = result.calibrated_value
+        if value is None or self.knob.accepts(value):
+            return result
+        assert self.knob.accepted is not None  # accepts() is true without a range
+        low, high = self.knob.accepted
+        return AccountantResult.not_applicable(
+            result.name,
+            f"target_epsilon={target:g} needs {self.knob.field} {value:.4g}, outside the range dpcal accepts "
+            f"[{low:g}, {high:g}]: {'raise' if value > high else 'lower'} the target or δ",
+        )
+
+    def _worded(
+        self, results: tuple[AccountantResult, ...], params: P, plan: MechanismPlan
+    ) -> tuple[AccountantResult, ...]:
+        """The spine's rows with the family's words for how each accountant beside rdp read its plan."""
+        out = []
+        for r in results:
+            words = self.method(r.name, params, plan) if r.applicable and r.name != "rdp" else None
+            out.append(r if words is None else dataclasses.replace(r, method=words))
+        return tuple(out)
+
+    def _labelled(self, curve: RdpCurve | None, params: P, plan: MechanismPlan) -> RdpCurve | None:
+        """The Rényi curve with the paper's bound behind it at every order, where the family names one."""
+        bound = self.curve_bound(params, plan)
+        if curve is None or bound is None:
+            return curve
+        return dataclasses.replace(curve, bounds=tuple(bound for _ in curve.orders))
 
     def _on_knob(self, result: AccountantResult) -> AccountantResult:
         """A calibration result with its value also as the noise multiplier, where that is the knob."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import validation as check
 from .errors import ParameterError
 from .events import DpEvent
+from .params import NOISE_MULTIPLIER_RANGE
 from .rdp import NEIGHBOURING_RELATIONS, Neighbouring
 
 
@@ -27,6 +28,11 @@ class Knob:
     field: str
     symbol: str
     larger_is_more_private: bool = True
+    accepted: tuple[float, float] | None = None
+    """The values a request may give (a calibration outside them is not an answer one could send back)."""
+
+    def accepts(self, value: float) -> bool:
+        return self.accepted is None or self.accepted[0] <= value <= self.accepted[1]
 
     def as_noise(self, value: float) -> float:
         """The knob on a scale where larger is more private (what the generic calibrator searches)."""
@@ -36,7 +42,7 @@ class Knob:
         return noise if self.larger_is_more_private else 1.0 / noise
 
 
-NOISE_MULTIPLIER = Knob("noise_multiplier", "σ (std over sensitivity)")
+NOISE_MULTIPLIER = Knob("noise_multiplier", "σ (std over sensitivity)", accepted=NOISE_MULTIPLIER_RANGE)
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class RdpAccountant:
             xi, rho = envelope
             if xi == 0.0 or delta * delta + math.expm1(-min(rho, 745.0)) <= 0.0:  # (the TV shortcut needs ξ = 0)
                 value, order = epsilon_for_linear_rdp(rho, delta)
-                if xi + value < conversion.value:
+                if xi + value <= conversion.value:
                     conversion = Conversion(xi + value, order, conversion.orders, conversion.rdp, (), ZCDP_ROUTE)
         pure = self.pure_epsilon(event)
         if pure is not None and pure < conversion.value:

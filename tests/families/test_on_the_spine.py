@@ -12,6 +12,7 @@ from accountants import registry
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
 
+from ..support.params import LAST_ITERATE_FIG1, POP_TEST_VECTORS
 from .toy_family import registered
 
 DELTA = 1e-6
@@ -25,6 +26,14 @@ DP_SGD = [
     {"dataset_size": 2000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0, "sampling": "shuffle"},
     {"dataset_size": 4000, "batch_size": 40, "steps": 100, "noise_std": 0.9},
 ]  # fmt: skip
+LAST_ITERATE = [
+    LAST_ITERATE_FIG1 | {"steps": 1000, "weak_convexity": 0.0, "clipping": "inactive", "noise_multiplier": 1.0},
+    LAST_ITERATE_FIG1 | {"steps": 10**4, "weak_convexity": 100.0, "noise_multiplier": 2.0},
+    LAST_ITERATE_FIG1 | {"steps": 10**5, "weak_convexity": 1e3, "clipping": "inactive", "noise_multiplier": 0.7},
+    LAST_ITERATE_FIG1 | {"steps": 10**5, "weak_convexity": 10.0, "constant": "proof", "noise_multiplier": 3.0},
+    LAST_ITERATE_FIG1 | {"steps": 500, "weak_convexity": 1.0, "noise_std": 2e-5},
+]
+POP = [params | {"noise_multiplier": z} for params, z in zip(POP_TEST_VECTORS.values(), (4.0, 9.0, 2.5, 6.0, 12.0))]
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
 
@@ -73,3 +82,21 @@ def test_a_new_family_is_its_composition(params, accountant):
     with registered() as family:
         _same_privacy(family, params, accountant)
         _same_calibration(family, params, accountant, 1.5)
+
+
+@pytest.mark.parametrize("params", LAST_ITERATE)
+@pytest.mark.parametrize("accountant", ["rdp", "best"])
+def test_last_iterate_is_its_composition(params, accountant):
+    """Only rdp reads a Rényi bound (tight is not applicable on both sides, with the same reason)."""
+    family = registry.get("dp-sgd-last-iterate")
+    _same_privacy(family, params, accountant)
+    _same_calibration(family, params, accountant, 2.0)
+
+
+@pytest.mark.parametrize("params", POP)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_phased_output_perturbation_is_its_composition(params, accountant):
+    """The solver's failure probability is δ spent outside the releases on both sides."""
+    family = registry.get("phased-output-perturbation")
+    _same_privacy(family, params, accountant)
+    _same_calibration(family, params, accountant, 0.8)

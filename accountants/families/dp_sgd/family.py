@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from ...events import DpEvent
 from ...family import Card
 from ...params import ParamsModel
-from ...planned import EarlyStops, PlannedFamily
+from ...planned import Details, EarlyStops, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
@@ -52,8 +54,8 @@ class DpSgd(PlannedFamily[DpSgdParams]):
     def noise(self, params: DpSgdParams, value: float) -> Noise:
         return text.noise(params, value)
 
-    def rdp_method(self, params: DpSgdParams, plan: MechanismPlan) -> str:
-        return rdp_method(params)
+    def method(self, accountant: str, params: DpSgdParams, plan: MechanismPlan) -> str | None:
+        return rdp_method(params) if accountant == "rdp" else None
 
     def extra_results(self, params: DpSgdParams, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
         """The paper row (no paper calibration of its own) and, for a loader without amplification, the Poisson ε
@@ -67,8 +69,15 @@ class DpSgd(PlannedFamily[DpSgdParams]):
     def extra_calibrations(self, params: DpSgdParams, target: float, delta: float) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
-    def notes(self, params: DpSgdParams, plan: MechanismPlan) -> Sequence[str]:
-        return text.notes(params)
+    def details(
+        self,
+        params: DpSgdParams,
+        plan: MechanismPlan,
+        delta: float,
+        orders: np.ndarray,
+        results: Sequence[AccountantResult],
+    ) -> Details:
+        return Details(warnings=text.notes(params))
 
     def early_stops(self, params: DpSgdParams, plan: MechanismPlan) -> EarlyStops:
         """The run stopped after t steps is T = t (a prefix of the step tree; without amplification the release is

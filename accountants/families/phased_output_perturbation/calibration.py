@@ -5,25 +5,16 @@ recommended."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ... import gdp
-from ...errors import CalibrationError
-from ...mechanisms.gaussian import gaussian_noise_multiplier, gdp_epsilon
 from ...params import NOISE_MULTIPLIER_RANGE
-from ...plan_accounting import with_reserved_delta
 from ...reports import AccountantResult, PaperCalibration, Recommendation
 from .params import ALGORITHM, PHASED, SOURCE, SPLIT, PhasedOutputPerturbationParams
 from .plan import Mechanism, mechanism
 from .privacy import (
-    TIGHT_GUARANTEE,
-    TIGHT_METHOD,
-    gdp_parameter,
     paper_epsilon_limit,
     paper_noise_multiplier,
     paper_result,
-    rdp_calibration,
-    releases_per_record,
     solver_failure,
 )
 
@@ -53,53 +44,32 @@ class Target:
         return z if math.isfinite(z) and z <= NOISE_MULTIPLIER_RANGE[1] else None
 
 
-def tight_noise(target: Target) -> float:
-    """The exact multiplier of the releases' Gaussian DP (CalibrationError above dpcal's range: every other
-    accountant needs at least as much noise)."""
-    z = gaussian_noise_multiplier(
-        target.epsilon, target.gaussian_delta, releases_per_record(target.params.problem_class)
-    )
-    check_noise(z, target.epsilon, " even with the tight accountant")
-    return z
-
-
-def check_noise(z: float, epsilon: float, which: str = "") -> None:
-    """CalibrationError where the target needs more noise than dpcal accepts."""
-    if z > NOISE_MULTIPLIER_RANGE[1]:
-        raise CalibrationError(
-            f"target_epsilon={epsilon:g} needs noise_multiplier {z:.4g} > {NOISE_MULTIPLIER_RANGE[1]:g}{which}, above "
-            "the range dpcal accepts: raise the target or δ"
-        )
-
-
-def calibration_results(target: Target, z_tight: float) -> list[AccountantResult]:
-    """rdp, tight and paper at their own multipliers for the target."""
-    p, cls = target.params, target.params.problem_class
-    count = releases_per_record(cls)
-    exact = gdp.exact_result(
-        gdp_parameter(cls, z_tight),
-        target.gaussian_delta,
-        TIGHT_METHOD,
-        guarantee=TIGHT_GUARANTEE,
-        noise_multiplier=z_tight,
-    )
-    tight = with_reserved_delta(exact, target.failure[1])
+def paper_row(target: Target) -> AccountantResult:
+    """The paper's printed noise for the target as a calibration row (in its regime; not applicable outside it or
+    where its σ is not a number dpcal accepts)."""
     z_paper = target.paper_noise
     if z_paper is None:
-        paper = AccountantResult.not_applicable("paper", _overflow(target))
-    else:
-        paper = paper_result(p, z_paper, target.delta, target.failure[0], target.epsilon)
-    return [rdp_calibration(target.epsilon, target.gaussian_delta, count), tight, paper]
+        return AccountantResult.not_applicable("paper", _overflow(target))
+    row = paper_result(target.params, z_paper, target.delta, target.failure[0], target.epsilon)
+    return replace(row, calibrated_value=z_paper) if row.applicable else row
 
 
-def paper_calibration(target: Target, z_tight: float) -> PaperCalibration:
-    """The paper's printed σ for the target and what the tight accountant certifies for it."""
+def under_noised(paper: PaperCalibration, target: float) -> tuple[str, ...]:
+    """The warning where the paper's own calibration certifies more than the target."""
+    if paper.epsilon_certified is None or paper.epsilon_certified <= target:
+        return ()
+    return (
+        f"the paper's calibration under-noises: its noise certifies ε = {paper.epsilon_certified:.6g} > {target:g}",
+    )
+
+
+def paper_calibration(target: Target, z_tight: float, certified: float | None) -> PaperCalibration:
+    """The paper's printed σ for the target and what the tight accountant certifies for it (``certified``)."""
     p, cls = target.params, target.params.problem_class
     source = f"{SOURCE}, {ALGORITHM[cls]} (printed σ, Def. 2)"
     z_paper = target.paper_noise
-    if z_paper is None:
+    if z_paper is None or certified is None:
         return PaperCalibration.not_applicable(source, _overflow(target), target.epsilon)
-    certified = gdp_epsilon(gdp_parameter(cls, z_paper), target.gaussian_delta)
     mech = mechanism(p, z_paper)
     first, last = mech.releases[0], mech.releases[-1]
     sigma_text = (

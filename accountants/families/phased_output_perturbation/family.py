@@ -1,46 +1,31 @@
-"""The phased-output-perturbation family behind the registry's protocol."""
+"""The phased-output-perturbation family on the spine: its plan is the c Gaussian releases one record influences
+(replace-one, z = σ_k/Δ_k) with the solver's failure probability spent outside them, so rdp (exact over real
+orders), tight (exact Gaussian DP) and their calibrations come from :class:`~accountants.planned.PlannedFamily`. What
+only this family adds: the paper's printed calibration (an accountant, ``paper``, in its regime), the releases with
+their solver accuracies, the utility theorems at the calibrated noise and the recommended hyperparameters."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ... import gdp
-from ...conversions import epsilon_for_linear_rdp
+import numpy as np
+
 from ...errors import FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
-from ...family import AlgorithmFamily, CalibrationQuery, Card, PrivacyQuery
-from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel, resolve_noise_multiplier
-from ...plan_accounting import with_reserved_delta
+from ...family import Card
+from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel
+from ...planned import CalibrationDetails, Details, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import (
-    AccountantResult,
-    Accounted,
-    CalibrationReport,
-    PrivacyReport,
-    RdpCurve,
-    UtilityReport,
-    choose_accountant,
-)
-from .calibration import (
-    Target,
-    applied,
-    calibration_results,
-    check_noise,
-    paper_calibration,
-    recommendations,
-    tight_noise,
-)
+from ...reports import AccountantResult, Conventions, Noise, UtilityReport
+from .calibration import Target, applied, paper_calibration, paper_row, recommendations, under_noised
 from .params import ALGORITHM_ID, SOURCE, PhasedOutputPerturbationParams
 from .plan import mechanism
 from .privacy import (
     RDP_METHOD,
-    TIGHT_GUARANTEE,
     TIGHT_METHOD,
     check_target_delta,
-    gdp_parameter,
-    order,
     paper_failure_probability,
     paper_result,
     releases_per_record,
@@ -49,102 +34,99 @@ from .privacy import (
 from .text import release_objects, stated_conventions, stated_noise, stated_warnings
 from .utility import utility_bounds
 
+_METHODS = {"rdp": RDP_METHOD, "tight": TIGHT_METHOD}
+
 
 @register
-class PhasedOutputPerturbation(AlgorithmFamily[PhasedOutputPerturbationParams]):
+class PhasedOutputPerturbation(PlannedFamily[PhasedOutputPerturbationParams]):
     id = ALGORITHM_ID
     card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = PhasedOutputPerturbationParams
-    accountants = ("rdp", "tight", "paper")
+    accountants = ("paper",)
 
     # -- privacy -------------------------------------------------------------------------------------------------
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """The c Gaussian releases one record influences (replace-one, z = σ_k/Δ_k), with the solver's failure
-        probability δ_fail spent outside them (union bound over the solver runs)."""
+        probability δ_fail spent outside them (union bound over the solver runs); ``target_delta``, where given,
+        must be δ."""
         p = self.parse(params)
-        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
+        check_target_delta(p, delta)
+        z = p.noise_multiplier if p.noise_multiplier is not None else 1.0
         _, delta_fail, _ = solver_failure(p, delta)
         event = SelfComposedEvent(GaussianEvent(z), releases_per_record(p.problem_class))
         return MechanismPlan(event, "replace-one", reserved_delta=delta_fail)
 
-    def _privacy(self, query: PrivacyQuery[PhasedOutputPerturbationParams]) -> PrivacyReport:
-        p, d, grid, accountant = query.params, query.delta, query.grid, query.accountant
-        check_target_delta(p, d)
-        z = resolve_noise_multiplier(p.noise_multiplier, None, 1.0)
-        probability, delta_fail, default = solver_failure(p, d)
-        cls = p.problem_class
-        count = releases_per_record(cls)
-        gaussian_delta = d - delta_fail
-        rho = count / (2.0 * z * z)
-        rdp, alpha = epsilon_for_linear_rdp(rho, gaussian_delta)
-        results = [
-            AccountantResult.certified("rdp", rdp, RDP_METHOD, optimal_order=order(alpha)),
-            with_reserved_delta(
-                gdp.exact_result(gdp_parameter(cls, z), gaussian_delta, TIGHT_METHOD, guarantee=TIGHT_GUARANTEE),
-                delta_fail,
-            ),
-            paper_result(p, z, d, probability),
+    def conventions(self, params: PhasedOutputPerturbationParams, plan: MechanismPlan) -> Conventions:
+        return stated_conventions(mechanism(params, params.given_noise_multiplier))
+
+    def noise(self, params: PhasedOutputPerturbationParams, value: float) -> Noise:
+        return stated_noise(mechanism(params, value))
+
+    def method(self, accountant: str, params: PhasedOutputPerturbationParams, plan: MechanismPlan) -> str | None:
+        return _METHODS.get(accountant)
+
+    def extra_results(
+        self, params: PhasedOutputPerturbationParams, plan: MechanismPlan, delta: float
+    ) -> Sequence[AccountantResult]:
+        """The paper's statement at this noise, in its regime."""
+        probability, _, _ = solver_failure(params, delta)
+        return [paper_result(params, params.given_noise_multiplier, delta, probability)]
+
+    def extra_calibrations(
+        self, params: PhasedOutputPerturbationParams, target: float, delta: float
+    ) -> Sequence[AccountantResult]:
+        """The paper's printed noise for the target, in its regime."""
+        return [paper_row(Target(params, target, delta))]
+
+    def details(
+        self,
+        params: PhasedOutputPerturbationParams,
+        plan: MechanismPlan,
+        delta: float,
+        orders: np.ndarray,
+        results: Sequence[AccountantResult],
+    ) -> Details:
+        """The releases with their solver accuracies, and the warnings (δ_fail, the paper's regime)."""
+        probability, _, default = solver_failure(params, delta)
+        mech = mechanism(params, params.given_noise_multiplier)
+        warnings = stated_warnings(params, mech, delta, probability, default)
+        warnings += [
+            f"paper accountant not applicable: {r.reason}" for r in results if r.name == "paper" and not r.applicable
         ]
-        chosen = choose_accountant(results, accountant)
-        mech = mechanism(p, z)
-        warnings = stated_warnings(p, mech, d, probability, default)
-        paper = results[2]
-        if not paper.applicable:
-            warnings.append(f"paper accountant not applicable: {paper.reason}")
-        accounted = Accounted(
-            tuple(results), chosen, d, order(alpha), RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
-        )
-        return accounted.privacy(
-            self.id,
-            stated_noise(mech),
-            stated_conventions(mech),
-            warnings=tuple(warnings),
-            releases=release_objects(mech, probability, paper_failure_probability(cls, d)),
+        releases = release_objects(mech, probability, paper_failure_probability(params.problem_class, delta))
+        return Details(warnings, releases=releases)
+
+    def calibration_details(
+        self,
+        at: PhasedOutputPerturbationParams,
+        plan: MechanismPlan,
+        target: float,
+        delta: float,
+        chosen: AccountantResult,
+    ) -> CalibrationDetails:
+        """The utility theorems at the calibrated noise, the paper's printed calibration beside the tight one, and
+        the hyperparameters the answer used or recommends."""
+        aim = Target(at, target, delta)
+        tight = self.calibrated_by("tight", at, target, delta)
+        z_tight = tight.calibrated_value if tight.calibrated_value is not None else at.given_noise_multiplier
+        certified = self._certified_for_paper(aim)
+        mech = mechanism(at, at.given_noise_multiplier)
+        utility = UtilityReport(self.id, utility_bounds(at, mech, delta), None, applied(at, mech))
+        paper = paper_calibration(aim, z_tight, certified)
+        return CalibrationDetails(
+            utility,
+            paper,
+            recommendations(aim, mech, z_tight, chosen.name == "paper"),
+            under_noised(paper, target),
         )
 
-    # -- calibration ---------------------------------------------------------------------------------------------
-
-    def _calibrate(self, query: CalibrationQuery[PhasedOutputPerturbationParams]) -> CalibrationReport:
-        p, d, grid = query.params, query.delta, query.grid
-        check_target_delta(p, d)
-        target = Target(p, query.target_epsilon, d)
-        z_tight = tight_noise(target)
-        results = calibration_results(target, z_tight)
-        chosen = choose_accountant(results, query.accountant, key="noise_multiplier")
-        z = chosen.noise_multiplier
-        assert z is not None  # every applicable calibration result has its multiplier
-        check_noise(z, target.epsilon)
-        rho = releases_per_record(p.problem_class) / (2.0 * z * z)
-        _, alpha = epsilon_for_linear_rdp(rho, target.gaussian_delta)
-        mech = mechanism(p, z)
-        fixed = p.model_copy(update={"noise_multiplier": z})
-        utility = UtilityReport(self.id, utility_bounds(fixed, mech, d), None, applied(p, mech))
-        paper = paper_calibration(target, z_tight)
-        probability, _, default = target.failure
-        warnings = stated_warnings(p, mech, d, probability, default)
-        if not results[2].applicable:
-            warnings.append(f"paper accountant not applicable: {results[2].reason}")
-        if paper.epsilon_certified is not None and paper.epsilon_certified > target.epsilon:
-            warnings.append(
-                f"the paper's calibration under-noises: its noise certifies ε = {paper.epsilon_certified:.6g} > "
-                f"{target.epsilon:g}"
-            )
-        curve = RdpCurve(tuple(grid.tolist()), tuple((rho * grid).tolist()))
-        accounted = Accounted(tuple(results), chosen, d, order(alpha), curve)
-        return accounted.calibration(
-            self.id,
-            stated_noise(mech),
-            stated_conventions(mech),
-            target.epsilon,
-            z,
-            noise_std=stated_noise(mech).noise_std,
-            utility=utility,
-            paper=paper,
-            recommended=recommendations(target, mech, z_tight, chosen.name == "paper"),
-            warnings=warnings,
-            releases=release_objects(mech, probability, paper_failure_probability(p.problem_class, d)),
-        )
+    def _certified_for_paper(self, aim: Target) -> float | None:
+        """What the tight accountant certifies at the paper's printed noise (None where it prints none)."""
+        z = aim.paper_noise
+        if z is None:
+            return None
+        return self.epsilon_by("tight", aim.params.model_copy(update={"noise_multiplier": z}), aim.delta).epsilon
 
     # -- utility -------------------------------------------------------------------------------------------------
 

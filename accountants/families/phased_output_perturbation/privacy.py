@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-from ...conversions import epsilon_for_linear_rdp, noise_for_linear_rdp
 from ...errors import ParameterError
 from ...reports import AccountantResult
 from .params import SPLIT, PhasedOutputPerturbationParams
@@ -77,9 +76,6 @@ def solver_failure(p: PhasedOutputPerturbationParams, delta: float) -> tuple[flo
     return prob, delta_fail, default
 
 
-TIGHT_GUARANTEE = "exact for the Gaussian part; upper bound with δ_fail"
-"""(With δ_fail > 0 the answer is a certified upper bound without a lower one: :func:`~accountants.plan_accounting.
-with_reserved_delta`.)"""
 TIGHT_METHOD = (
     "analytic Gaussian (Balle & Wang 2018, Thm. 8) of the run's Gaussian DP μ = √c/z (c = Gaussian releases a record "
     "influences: parallel composition across phases, Lemma A.1; exact GDP composition of x/y and of Algorithms 4/5), "
@@ -124,18 +120,6 @@ def paper_result(
     )
 
 
-def rdp_calibration(target: float, gaussian_delta: float, releases: int) -> AccountantResult:
-    """The smallest z whose curve ε(α) = cα/(2z²) converts to ≤ target at δ − δ_fail (exact inversion, one-sided)."""
-    try:
-        z = noise_for_linear_rdp(releases / 2.0, target, gaussian_delta)
-    except ValueError:  # the shared inversion fails for targets far below machine range (e.g. 1e-300)
-        return AccountantResult.not_applicable(
-            "rdp", "the RDP conversion cannot be inverted at this target numerically"
-        )
-    eps, alpha = epsilon_for_linear_rdp(releases / (2.0 * z * z), gaussian_delta)
-    return AccountantResult.certified("rdp", eps, RDP_METHOD, optimal_order=order(alpha), noise_multiplier=z)
-
-
 def check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:
     if p.target_delta is not None and not math.isclose(p.target_delta, delta, rel_tol=1e-12, abs_tol=0.0):
         raise ParameterError.single(
@@ -144,7 +128,3 @@ def check_target_delta(p: PhasedOutputPerturbationParams, delta: float) -> None:
             f"omit, or exactly {delta!r}",
             p.target_delta,
         )
-
-
-def order(alpha: float) -> float | None:
-    return alpha if math.isfinite(alpha) else None
