@@ -33,7 +33,10 @@ LAST_ITERATE = [
     LAST_ITERATE_FIG1 | {"steps": 10**5, "weak_convexity": 10.0, "constant": "proof", "noise_multiplier": 3.0},
     LAST_ITERATE_FIG1 | {"steps": 500, "weak_convexity": 1.0, "noise_std": 2e-5},
 ]
-POP = [params | {"noise_multiplier": z} for params, z in zip(POP_TEST_VECTORS.values(), (4.0, 9.0, 2.5, 6.0, 12.0))]
+POP = [
+    params | {"noise_multiplier": z}
+    for params, z in zip(POP_TEST_VECTORS.values(), (4.0, 9.0, 2.5, 6.0, 12.0), strict=True)
+]
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
 
