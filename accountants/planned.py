@@ -59,6 +59,23 @@ COST_DELTA = 1e-5
 
 
 @dataclass(frozen=True)
+class Answered:
+    """What the spine answered, for a family's :meth:`PlannedFamily.details`: the request's δ and accountant, the
+    rows (a calibration's: each accountant at its own calibrated value), the one answering, the Rényi curve's orders
+    and the target (None for a privacy answer)."""
+
+    delta: float
+    accountant: str
+    results: tuple[AccountantResult, ...]
+    chosen: AccountantResult
+    orders: np.ndarray
+    target: float | None = None
+
+    def row(self, name: str) -> AccountantResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+
+@dataclass(frozen=True)
 class Details:
     """What an answer shows beside the accountants' rows, from the family: warnings, the paper's own bounds (each
     with its conditions and curve) and the releases of its plan, as data."""
@@ -139,8 +156,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         conversion took."""
         return None
 
-    def curve_bound(self, params: P, plan: MechanismPlan) -> str | None:
-        """The name of the paper's bound behind the Rényi curve at every order, where one is (None: the plan's)."""
+    def curve_bounds(self, params: P, plan: MechanismPlan, orders: np.ndarray) -> tuple[str, ...] | None:
+        """The paper's bound behind the Rényi curve at each order, where the family names them (None: the plan's)."""
         return None
 
     def extra_results(self, params: P, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
@@ -151,17 +168,13 @@ class PlannedFamily(AlgorithmFamily[P]):
         """Rows shown after the spine's in a calibration answer (each applicable one with its ``calibrated_value``)."""
         return ()
 
-    def details(
-        self, params: P, plan: MechanismPlan, delta: float, orders: np.ndarray, results: Sequence[AccountantResult]
-    ) -> Details:
-        """Warnings, bounds and releases shown with every answer at these hyperparameters (``orders``: those of the
-        answer's Rényi curve; ``results``: its rows)."""
+    def details(self, params: P, plan: MechanismPlan, answered: Answered) -> Details:
+        """Warnings, bounds and releases shown with an answer at these hyperparameters (the calibrated ones in a
+        calibration answer)."""
         return Details()
 
-    def calibration_details(
-        self, at: P, plan: MechanismPlan, target: float, delta: float, chosen: AccountantResult
-    ) -> CalibrationDetails:
-        """What a calibration answer adds at the calibrated hyperparameters ``at`` (``chosen``: the row answering)."""
+    def calibration_details(self, at: P, plan: MechanismPlan, answered: Answered) -> CalibrationDetails:
+        """What a calibration answer adds at the calibrated hyperparameters ``at``."""
         return CalibrationDetails()
 
     def early_stops(self, params: P, plan: MechanismPlan) -> EarlyStops | None:
@@ -208,7 +221,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         results = (*self._worded(answer.results, p, plan), *self.extra_results(p, plan, d))
         chosen = choose_accountant(results, query.accountant, supported=self.supported_accountants())
         accounted = Accounted(results, chosen, d, answer.optimal_order, self._labelled(answer.curve, p, plan))
-        shown = self.details(p, plan, d, query.grid, results)
+        shown = self.details(p, plan, Answered(d, query.accountant, results, chosen, query.grid))
         return accounted.privacy(
             self.id,
             self.noise(p, value),
@@ -227,8 +240,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         plan = self.plan(at, d)
         curve = account_plan(plan, d, "rdp", grid, rdp_method=self.method("rdp", at, plan))
         accounted = Accounted(results, chosen, d, curve.optimal_order, self._labelled(curve.curve, at, plan))
-        shown = self.details(at, plan, d, grid, results)
-        added = self.calibration_details(at, plan, target, d, chosen)
+        answered = Answered(d, query.accountant, results, chosen, grid, target)
+        shown, added = self.details(at, plan, answered), self.calibration_details(at, plan, answered)
         return accounted.calibration(
             self.id,
             self.noise(p, value),
@@ -269,11 +282,12 @@ class PlannedFamily(AlgorithmFamily[P]):
         )
         return results, chosen
 
-    def epsilon_by(self, accountant: str, params: P, delta: float) -> AccountantResult:
-        """One plan accountant's answer at these hyperparameters (for a hook comparing a paper's prescription)."""
+    def spine_answers(self, params: P, delta: float, accountant: str = "best") -> dict[str, AccountantResult]:
+        """The spine's rows at these hyperparameters for a request for ``accountant`` (by name), for a hook that
+        needs them elsewhere than the answer's own knob (a paper's prescription, the calibrated value)."""
         plan = self.plan(params, delta)
         answer = account_plan(plan, delta, accountant, rdp_method=self.method("rdp", params, plan))
-        return next(r for r in answer.results if r.name == accountant)
+        return {r.name: r for r in self._worded(answer.results, params, plan)}
 
     def calibrated_by(self, accountant: str, params: P, target: float, delta: float) -> AccountantResult:
         """One plan accountant's calibration of the knob (for a hook comparing a paper's prescription); not
@@ -316,11 +330,11 @@ class PlannedFamily(AlgorithmFamily[P]):
         return tuple(out)
 
     def _labelled(self, curve: RdpCurve | None, params: P, plan: MechanismPlan) -> RdpCurve | None:
-        """The Rényi curve with the paper's bound behind it at every order, where the family names one."""
-        bound = self.curve_bound(params, plan)
-        if curve is None or bound is None:
+        """The Rényi curve with the paper's bound behind it at each order, where the family names them."""
+        if curve is None:
             return curve
-        return dataclasses.replace(curve, bounds=tuple(bound for _ in curve.orders))
+        bounds = self.curve_bounds(params, plan, np.asarray(curve.orders, dtype=float))
+        return curve if bounds is None else dataclasses.replace(curve, bounds=bounds)
 
     def _on_knob(self, result: AccountantResult) -> AccountantResult:
         """A calibration result with its value also as the noise multiplier, where that is the knob."""
@@ -360,7 +374,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         if value is None:
             raise ParameterError.single(
                 self.knob.field,
-                "is required for privacy accounting: it is the privacy knob; /v1/calibrate computes it",
+                f"is required for privacy accounting: it is the privacy knob, {self.knob.symbol}; /v1/calibrate "
+                "computes it",
                 "a positive number",
             )
         return value

@@ -10,12 +10,10 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from ...events import DpEvent
 from ...family import Card
 from ...params import ParamsModel
-from ...planned import Details, EarlyStops, PlannedFamily
+from ...planned import Answered, Details, EarlyStops, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
@@ -69,14 +67,7 @@ class DpSgd(PlannedFamily[DpSgdParams]):
     def extra_calibrations(self, params: DpSgdParams, target: float, delta: float) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
-    def details(
-        self,
-        params: DpSgdParams,
-        plan: MechanismPlan,
-        delta: float,
-        orders: np.ndarray,
-        results: Sequence[AccountantResult],
-    ) -> Details:
+    def details(self, params: DpSgdParams, plan: MechanismPlan, answered: Answered) -> Details:
         return Details(warnings=text.notes(params))
 
     def early_stops(self, params: DpSgdParams, plan: MechanismPlan) -> EarlyStops:

@@ -15,7 +15,7 @@ import numpy as np
 from ...events import ZCdpEvent
 from ...family import Card
 from ...params import ParamsModel
-from ...planned import CalibrationDetails, Details, PlannedFamily
+from ...planned import Answered, CalibrationDetails, Details, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
@@ -88,8 +88,9 @@ class DpSgdLastIterate(PlannedFamily[LastIterateParams]):
     def method(self, accountant: str, params: LastIterateParams, plan: MechanismPlan) -> str | None:
         return METHOD if accountant == "rdp" else None
 
-    def curve_bound(self, params: LastIterateParams, plan: MechanismPlan) -> str:
-        return smallest_bound(bounds_for(params, steps_and_rule(params)[0])).name
+    def curve_bounds(self, params: LastIterateParams, plan: MechanismPlan, orders: np.ndarray) -> tuple[str, ...]:
+        name = smallest_bound(bounds_for(params, steps_and_rule(params)[0])).name
+        return tuple(name for _ in orders)
 
     def extra_results(self, params: LastIterateParams, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
@@ -97,26 +98,19 @@ class DpSgdLastIterate(PlannedFamily[LastIterateParams]):
     def extra_calibrations(self, params: LastIterateParams, target: float, delta: float) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
-    def details(
-        self,
-        params: LastIterateParams,
-        plan: MechanismPlan,
-        delta: float,
-        orders: np.ndarray,
-        results: Sequence[AccountantResult],
-    ) -> Details:
+    def details(self, params: LastIterateParams, plan: MechanismPlan, answered: Answered) -> Details:
         """Every bound with its conditions and curve (the chosen one marked), and the warnings they call for."""
         found = bounds_for(params, steps_and_rule(params)[0])
         best = smallest_bound(found)
         z = resolved_noise_multiplier(params)
-        return Details(stated_warnings(params, found, best), bound_results(found, best, z, delta, orders))
+        bounds = bound_results(found, best, z, answered.delta, answered.orders)
+        return Details(stated_warnings(params, found, best), bounds)
 
-    def calibration_details(
-        self, at: LastIterateParams, plan: MechanismPlan, target: float, delta: float, chosen: AccountantResult
-    ) -> CalibrationDetails:
+    def calibration_details(self, at: LastIterateParams, plan: MechanismPlan, answered: Answered) -> CalibrationDetails:
         """Corollary C.2 for the Rényi point (α, ρα) the calibration reaches, and what the rdp accountant certifies
         at the noise it prescribes."""
         assert isinstance(plan.event, ZCdpEvent)  # the plan of this family
-        alpha = chosen.optimal_order if chosen.optimal_order is not None else math.inf
+        order = answered.chosen.optimal_order
+        alpha = order if order is not None else math.inf
         steps, _ = steps_and_rule(at)
-        return CalibrationDetails(paper=corollary_c2(at, steps, alpha, plan.event.rho * alpha, delta))
+        return CalibrationDetails(paper=corollary_c2(at, steps, alpha, plan.event.rho * alpha, answered.delta))

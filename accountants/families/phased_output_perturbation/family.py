@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ...errors import FieldIssue, ParameterError
 from ...events import GaussianEvent, SelfComposedEvent
 from ...family import Card
 from ...params import NOISE_MULTIPLIER_RANGE, ParamsModel
-from ...planned import CalibrationDetails, Details, PlannedFamily
+from ...planned import Answered, CalibrationDetails, Details, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise, UtilityReport
@@ -79,54 +77,40 @@ class PhasedOutputPerturbation(PlannedFamily[PhasedOutputPerturbationParams]):
         """The paper's printed noise for the target, in its regime."""
         return [paper_row(Target(params, target, delta))]
 
-    def details(
-        self,
-        params: PhasedOutputPerturbationParams,
-        plan: MechanismPlan,
-        delta: float,
-        orders: np.ndarray,
-        results: Sequence[AccountantResult],
-    ) -> Details:
+    def details(self, params: PhasedOutputPerturbationParams, plan: MechanismPlan, answered: Answered) -> Details:
         """The releases with their solver accuracies, and the warnings (δ_fail, the paper's regime)."""
+        delta = answered.delta
         probability, _, default = solver_failure(params, delta)
         mech = mechanism(params, params.given_noise_multiplier)
         warnings = stated_warnings(params, mech, delta, probability, default)
-        warnings += [
-            f"paper accountant not applicable: {r.reason}" for r in results if r.name == "paper" and not r.applicable
-        ]
+        paper = answered.row("paper")
+        if paper is not None and not paper.applicable:
+            warnings.append(f"paper accountant not applicable: {paper.reason}")
         releases = release_objects(mech, probability, paper_failure_probability(params.problem_class, delta))
         return Details(warnings, releases=releases)
 
     def calibration_details(
-        self,
-        at: PhasedOutputPerturbationParams,
-        plan: MechanismPlan,
-        target: float,
-        delta: float,
-        chosen: AccountantResult,
+        self, at: PhasedOutputPerturbationParams, plan: MechanismPlan, answered: Answered
     ) -> CalibrationDetails:
         """The utility theorems at the calibrated noise, the paper's printed calibration beside the tight one, and
         the hyperparameters the answer used or recommends."""
+        assert answered.target is not None  # a calibration's
+        target, delta = answered.target, answered.delta
         aim = Target(at, target, delta)
         tight = self.calibrated_by("tight", at, target, delta)
         z_tight = tight.calibrated_value if tight.calibrated_value is not None else at.given_noise_multiplier
-        certified = self._certified_for_paper(aim)
         mech = mechanism(at, at.given_noise_multiplier)
         utility = UtilityReport(self.id, utility_bounds(at, mech, delta), None, applied(at, mech))
-        paper = paper_calibration(aim, z_tight, certified)
-        return CalibrationDetails(
-            utility,
-            paper,
-            recommendations(aim, mech, z_tight, chosen.name == "paper"),
-            under_noised(paper, target),
-        )
+        paper = paper_calibration(aim, z_tight, self._certified_for_paper(aim))
+        recommended = recommendations(aim, mech, z_tight, answered.chosen.name == "paper")
+        return CalibrationDetails(utility, paper, recommended, under_noised(paper, target))
 
     def _certified_for_paper(self, aim: Target) -> float | None:
         """What the tight accountant certifies at the paper's printed noise (None where it prints none)."""
         z = aim.paper_noise
         if z is None:
             return None
-        return self.epsilon_by("tight", aim.params.model_copy(update={"noise_multiplier": z}), aim.delta).epsilon
+        return self.spine_answers(aim.params.model_copy(update={"noise_multiplier": z}), aim.delta)["tight"].epsilon
 
     # -- utility -------------------------------------------------------------------------------------------------
 
