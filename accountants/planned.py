@@ -36,7 +36,7 @@ from .errors import CalibrationError, ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import account_plan, calibrate_plan, spine_accountants
+from .plan_accounting import account_plan, calibrate_plan, plan_accountants, spine_accountants
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
     AccountantResult,
@@ -61,14 +61,15 @@ COST_DELTA = 1e-5
 @dataclass(frozen=True)
 class Answered:
     """What the spine answered, for a family's :meth:`PlannedFamily.details`: the request's δ and accountant, the
-    rows (a calibration's: each accountant at its own calibrated value), the one answering, the Rényi curve's orders
-    and the target (None for a privacy answer)."""
+    rows (a calibration's: each accountant at its own calibrated value), the one answering, the Rényi curve (at the
+    calibrated value in a calibration) with the orders asked for, and the target (None for a privacy answer)."""
 
     delta: float
     accountant: str
     results: tuple[AccountantResult, ...]
     chosen: AccountantResult
     orders: np.ndarray
+    curve: RdpCurve | None
     target: float | None = None
 
     def row(self, name: str) -> AccountantResult | None:
@@ -221,7 +222,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         results = (*self._worded(answer.results, p, plan), *self.extra_results(p, plan, d))
         chosen = choose_accountant(results, query.accountant, supported=self.supported_accountants())
         accounted = Accounted(results, chosen, d, answer.optimal_order, self._labelled(answer.curve, p, plan))
-        shown = self.details(p, plan, Answered(d, query.accountant, results, chosen, query.grid))
+        shown = self.details(p, plan, Answered(d, query.accountant, results, chosen, query.grid, answer.curve))
         return accounted.privacy(
             self.id,
             self.noise(p, value),
@@ -240,7 +241,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         plan = self.plan(at, d)
         curve = account_plan(plan, d, "rdp", grid, rdp_method=self.method("rdp", at, plan))
         accounted = Accounted(results, chosen, d, curve.optimal_order, self._labelled(curve.curve, at, plan))
-        answered = Answered(d, query.accountant, results, chosen, grid, target)
+        answered = Answered(d, query.accountant, results, chosen, grid, curve.curve, target)
         shown, added = self.details(at, plan, answered), self.calibration_details(at, plan, answered)
         return accounted.calibration(
             self.id,
@@ -266,7 +267,15 @@ class PlannedFamily(AlgorithmFamily[P]):
         plan_at = self._plans(p, d)
         reference = plan_at(1.0)
         reason, method = self.tight_reason(reference), self.method("rdp", p, reference)
-        spine = calibrate_plan(plan_at, d, target, self.knob, query.accountant, query.grid, reason, method)
+        if reference.event == plan_at(2.0).event:  # the knob changes no release: the target cannot set it
+            free = f"the target does not constrain {self.knob.field}: {reference.description or 'no release uses it'}"
+            if query.accountant in spine_accountants():
+                raise CalibrationError(free)
+            spine: tuple[AccountantResult, ...] = tuple(
+                AccountantResult.not_applicable(n, free) for n in plan_accountants()
+            )
+        else:
+            spine = calibrate_plan(plan_at, d, target, self.knob, query.accountant, query.grid, reason, method)
         on_knob = (self._in_range(self._on_knob(r), target) for r in spine)
         results = (*self._worded(tuple(on_knob), p, reference), *self.extra_calibrations(p, target, d))
         if query.accountant == "best" and not any(r.counts_for_best for r in results):

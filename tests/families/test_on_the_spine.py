@@ -12,7 +12,7 @@ from accountants import registry
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
 
-from ..support.params import LAST_ITERATE_FIG1, POP_TEST_VECTORS
+from ..support.params import LAST_ITERATE_FIG1, MIRROR_GAME, POP_TEST_VECTORS
 from .toy_family import registered
 
 DELTA = 1e-6
@@ -36,6 +36,21 @@ LAST_ITERATE = [
 POP = [
     params | {"noise_multiplier": z}
     for params, z in zip(POP_TEST_VECTORS.values(), (4.0, 9.0, 2.5, 6.0, 12.0), strict=True)
+]
+MIRROR = [
+    MIRROR_GAME | {"stepsize": 0.01},
+    MIRROR_GAME | {"stepsize": 0.1, "steps": 50},
+    MIRROR_GAME | {"variant": "first-order", "stepsize": 0.003},
+    MIRROR_GAME | {"variant": "bias-reduced", "second_order_smoothness": 1.0, "stepsize": 0.02},
+    {
+        "variant": "sco",
+        "dataset_size": 4000,
+        "dimension_x": 16,
+        "lipschitz": 1.0,
+        "smoothness": 0.0,
+        "batch_size": 20,
+        "stepsize": 0.05,
+    },
 ]
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
@@ -103,3 +118,22 @@ def test_phased_output_perturbation_is_its_composition(params, accountant):
     family = registry.get("phased-output-perturbation")
     _same_privacy(family, params, accountant)
     _same_calibration(family, params, accountant, 0.8)
+
+
+@pytest.mark.parametrize("params", MIRROR)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_private_mirror_descent_privacy_is_its_composition(params, accountant):
+    """The knob is the stepsize (smaller is more private); tight reads bounded-range samples in blocks."""
+    _same_privacy(registry.get("private-mirror-descent"), params, accountant)
+
+
+@pytest.mark.parametrize("params", MIRROR)
+def test_private_mirror_descent_rdp_calibration_is_its_composition(params):
+    _same_calibration(registry.get("private-mirror-descent"), params, "rdp", 1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params", MIRROR)
+@pytest.mark.parametrize("accountant", ["tight", "best"])
+def test_private_mirror_descent_calibration_is_its_composition(params, accountant):
+    _same_calibration(registry.get("private-mirror-descent"), params, accountant, 1.0)

@@ -40,7 +40,7 @@ Accountants (k adaptively composed mechanisms):
 ``/v1/privacy`` and ``/v1/compose`` with an ``algorithm`` node give the same rdp, tight and best: both are the
 spine's accountants on :func:`~.privacy.mechanism_plan`.
 
-Modules: ``params``, ``plan`` (the sampling schedule), ``privacy`` (every accountant and its calibration), ``utility``,
+Modules: ``params``, ``plan`` (the sampling schedule), ``privacy`` (the plan and the paper's accountant), ``utility``,
 ``text`` (wording), ``family``, ``simulate`` (matrix games and linear losses with a transcript audit), ``card.toml``.
 """
 
@@ -49,7 +49,7 @@ from __future__ import annotations
 from .family import PrivateMirrorDescent
 from .params import PrivateMirrorDescentParams
 from .plan import Schedule, schedule
-from .privacy import account, mechanism_plan, paper_epsilon, paper_stepsize, rdp_curve
+from .privacy import mechanism_plan, paper_epsilon, paper_stepsize, rdp_curve
 from .simulate import MirrorDescentProblem, MirrorDescentSimulator, game_value, gap
 from .utility import (
     explicit_gap_bound,
@@ -68,7 +68,6 @@ __all__ = [
     "PrivateMirrorDescent",
     "PrivateMirrorDescentParams",
     "Schedule",
-    "account",
     "explicit_gap_bound",
     "game_value",
     "gap",

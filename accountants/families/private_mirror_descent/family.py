@@ -1,120 +1,116 @@
-"""The ``private-mirror-descent`` family: parameters, plan, privacy, calibration and utility behind the registry's
-protocol."""
+"""The ``private-mirror-descent`` family on the spine: its plan is k vertex samples, each ε₀-DP with bounded range,
+adaptively composed, so rdp, tight, best and the calibration of the stepsize (the knob; smaller is more private)
+come from :class:`~accountants.planned.PlannedFamily`. What only this family adds: the paper's statement and
+stepsize rule (Corollary 3.6, an accountant in its regime), every bound with its curve, the releases, and the
+utility theorems and recommended parameters at the calibrated stepsize."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import CalibrationError
-from ...family import AlgorithmFamily, CalibrationQuery, Card, Cost, Operation, PrivacyQuery
+import numpy as np
+
+from ...family import Card
 from ...params import ParamsModel
+from ...plan_accounting import asks
+from ...planned import Answered, CalibrationDetails, Details, PlannedFamily
 from ...plans import MechanismPlan
 from ...registry import register
-from ...reports import Accounted, CalibrationReport, PrivacyReport, UtilityReport, choose_accountant
+from ...reports import AccountantResult, Conventions, UtilityReport
 from .params import ALGORITHM_ID, SOURCE, PrivateMirrorDescentParams
 from .plan import schedule
-from .privacy import account, calibrations, finite_order, mechanism_plan, paper_calibration
-from .text import (
-    accountant_results,
-    bound_results,
-    given_stepsize,
-    stated_conventions,
-    stated_curve,
-    stated_releases,
-    stated_warnings,
+from .privacy import (
+    STEPSIZE,
+    Reading,
+    mechanism_plan,
+    paper_calibration,
+    paper_calibration_row,
+    paper_epsilon,
+    paper_row,
+    paper_stepsize,
+    rdp_labels,
 )
+from .text import bound_results, stated_conventions, stated_releases, stated_warnings
 from .utility import recommendations_for, utility_report
-
-# -- the family -------------------------------------------------------------------------------------------------------
 
 
 @register
-class PrivateMirrorDescent(AlgorithmFamily[PrivateMirrorDescentParams]):
+class PrivateMirrorDescent(PlannedFamily[PrivateMirrorDescentParams]):
     id = ALGORITHM_ID
     card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = PrivateMirrorDescentParams
-    accountants = ("rdp", "tight", "paper")
-    calibrated_parameter = "stepsize"
-    noise_fields = ("stepsize",)
-
-    def cost(
-        self,
-        operation: Operation,
-        params: Mapping[str, Any] | ParamsModel,
-        accountant: str = "best",
-    ) -> Cost:
-        """Heavy for privacy and calibration with the tight accountant (``tight``, or ``best``, which needs its
-        value): the PLD accountant composes blocks of the optimal bounded-range recursion (~0.1 s), and calibration
-        searches over it. ``rdp`` and utility are cheap."""
-        self.parse(params)
-        asks_tight = operation is not Operation.UTILITY and accountant != "rdp"
-        return Cost.HEAVY if asks_tight else Cost.CHEAP
+    knob = STEPSIZE
+    accountants = ("paper",)
 
     def plan(self, params: Mapping[str, Any] | ParamsModel, delta: float) -> MechanismPlan:
         """k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed (replace-one
-        neighbours of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the data."""
+        neighbours of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the
+        data."""
         p = self.parse(params)
-        return mechanism_plan(schedule(p), given_stepsize(p))
+        return mechanism_plan(schedule(p), p.stepsize if p.stepsize is not None else 1.0)
 
-    # -- privacy ------------------------------------------------------------------------------------------------------
+    def conventions(self, params: PrivateMirrorDescentParams, plan: MechanismPlan) -> Conventions:
+        return stated_conventions(schedule(params))
 
-    def _privacy(self, query: PrivacyQuery[PrivateMirrorDescentParams]) -> PrivacyReport:
-        p, d, grid, accountant, refine = query.params, query.delta, query.grid, query.accountant, query.refine
-        eta = given_stepsize(p)
-        sched = schedule(p)
-        acc = account(sched, eta, d, grid, refine, tight=accountant != "rdp")
-        results = accountant_results(sched, acc, d)
-        chosen = choose_accountant(results, accountant, supported=self.supported_accountants())
-        accounted = Accounted(tuple(results), chosen, d, finite_order(acc.rdp), stated_curve(sched, eta, acc.rdp))
-        return accounted.privacy(
-            self.id,
-            None,
-            stated_conventions(sched),
-            warnings=tuple(stated_warnings(p, sched, acc, d)),
-            bounds=tuple(bound_results(sched, eta, d, acc, chosen.name)),
-            releases=tuple(stated_releases(sched, eta)),
+    def curve_bounds(
+        self, params: PrivateMirrorDescentParams, plan: MechanismPlan, orders: np.ndarray
+    ) -> tuple[str, ...]:
+        """Bounded-range zCDP or the exact RDP of ε₀-DP, whichever is smaller at each order."""
+        return rdp_labels(schedule(params), _stepsize(params), orders)
+
+    def extra_results(
+        self, params: PrivateMirrorDescentParams, plan: MechanismPlan, delta: float
+    ) -> Sequence[AccountantResult]:
+        return [paper_row(schedule(params), _stepsize(params), delta)]
+
+    def extra_calibrations(
+        self, params: PrivateMirrorDescentParams, target: float, delta: float
+    ) -> Sequence[AccountantResult]:
+        return [paper_calibration_row(schedule(params), target, delta)]
+
+    def details(self, params: PrivateMirrorDescentParams, plan: MechanismPlan, answered: Answered) -> Details:
+        """Every bound with its curve, the releases and the warnings, at the stepsize answered (in a calibration,
+        the accountants again at the calibrated stepsize, as the request asked)."""
+        sched, eta, delta = schedule(params), _stepsize(params), answered.delta
+        rows = {r.name: r for r in answered.results}
+        if answered.target is not None:
+            rows = self.spine_answers(params, delta, _spine_request(answered.accountant))
+        assert answered.curve is not None  # the rdp accountant reads every plan of this family
+        reading = Reading.of(rows, answered.curve, paper_epsilon(sched, eta, delta), delta)
+        return Details(
+            stated_warnings(params, sched, reading, delta),
+            bound_results(sched, eta, delta, reading, answered.chosen.name),
+            stated_releases(sched, eta),
         )
 
-    # -- calibration --------------------------------------------------------------------------------------------------
-
-    def _calibrate(self, query: CalibrationQuery[PrivateMirrorDescentParams]) -> CalibrationReport:
-        p, target, d, grid, accountant = query.params, query.target_epsilon, query.delta, query.grid, query.accountant
-        notes: list[str] = []
-        sched = schedule(p)
-        if sched.count == 0 and accountant != "paper":
-            raise CalibrationError(
-                "the target does not constrain the stepsize: with steps = 1 no released vertex depends on the data "
-                "(the first samples come from the uniform start), so every stepsize gives ε = 0; use steps ≥ 2"
-            )
-        with_tight = accountant != "rdp"
-        results = calibrations(sched, target, d, grid, with_tight)
-        chosen = choose_accountant(
-            results, accountant, key="calibrated_value", largest=True, supported=self.supported_accountants()
+    def calibration_details(
+        self, at: PrivateMirrorDescentParams, plan: MechanismPlan, answered: Answered
+    ) -> CalibrationDetails:
+        """The utility theorems and recommended parameters at the calibrated stepsize, and the paper's rule with
+        what the accountants certify at the stepsize it prescribes."""
+        assert answered.target is not None  # a calibration's
+        sched, eta, target, delta = schedule(at), _stepsize(at), answered.target, answered.delta
+        prescribed = at.model_copy(update={"stepsize": paper_stepsize(sched, target, delta)})
+        rows = self.spine_answers(prescribed, delta, _spine_request(answered.accountant))
+        recommended = recommendations_for(at, sched, eta, target, delta)
+        return CalibrationDetails(
+            utility_report(at, sched, eta, target, delta, recommended),
+            paper_calibration(sched, target, delta, rows),
+            recommended,
         )
-        eta = chosen.calibrated_value
-        assert eta is not None
-        acc = account(sched, eta, d, grid, True, with_tight)
-        recommended = recommendations_for(p, sched, eta, target, d)
-        accounted = Accounted(tuple(results), chosen, d, finite_order(acc.rdp), stated_curve(sched, eta, acc.rdp))
-        return accounted.calibration(
-            self.id,
-            None,
-            stated_conventions(sched),
-            target,
-            eta,
-            calibrated_parameter="stepsize",
-            noise_std=None,
-            utility=utility_report(p, sched, eta, target, d, recommended),
-            paper=paper_calibration(sched, target, d, grid, with_tight),
-            recommended=tuple(recommended),
-            warnings=tuple(notes + stated_warnings(p, sched, acc, d)),
-            bounds=tuple(bound_results(sched, eta, d, acc, chosen.name)),
-            releases=tuple(stated_releases(sched, eta)),
-        )
-
-    # -- utility ------------------------------------------------------------------------------------------------------
 
     def utility(self, params: Mapping[str, Any] | ParamsModel) -> UtilityReport:
         p = self.parse(params)
         return utility_report(p, schedule(p), p.stepsize, None, None, [])
+
+
+def _stepsize(params: PrivateMirrorDescentParams) -> float:
+    assert params.stepsize is not None  # the spine checks the knob before any answer
+    return params.stepsize
+
+
+def _spine_request(accountant: str) -> str:
+    """What the spine computes for a request for ``accountant``: the tight accountant where it was asked (by name or
+    by best), rdp always."""
+    return "best" if asks(accountant, "tight") else "rdp"

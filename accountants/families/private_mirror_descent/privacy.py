@@ -1,30 +1,29 @@
-"""Every accountant of private mirror descent (paper, rdp, tight) at a stepsize, and each one's calibration of the
-stepsize (the privacy knob; González, Guzmán & Paquette 2024, Cor. 3.6).
+"""Private mirror descent's releases as a plan, and the paper's own accountant (González, Guzmán & Paquette 2024,
+Cor. 3.6).
 
-``rdp`` and ``tight`` are the spine's (:mod:`accountants.plan_accounting`) on the family's mechanism plan — k vertex
-samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed under replace-one — so
+``rdp`` and ``tight`` are the spine's (:class:`~accountants.planned.PlannedFamily`) on the family's mechanism plan —
+k vertex samples, each ε₀-DP with bounded range (range ratio)·ε₀, adaptively composed under replace-one — so
 ``/v1/privacy`` and ``/v1/compose`` with an ``algorithm`` node give the same numbers: rdp is the Rényi curve
 k·min(exact RDP of ε₀-DP, α·ε_BR²/8) converted on the orders, or its zCDP envelope over real α, or kε₀, whichever is
 smallest; tight is the PLD accountant with the samples read as blocks of 64 adaptive steps of the class (exact
 Bellman recursion, :mod:`accountants.pld.bounded_range`): the optimal adaptive composition of bounded-range samples
 for Algorithms 1 and 3, and of pure ε₀-DP samples (randomised response) for Algorithm 5, whose 2ε₀ range adds
-nothing. The paper's statement (Cor. 3.6 as printed) is this module's own.
+nothing. The paper's statement (Cor. 3.6 as printed) and its stepsize rule are this module's own.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...conversions import Conversion, linear_rdp_for_epsilon
+from ...conversions import linear_rdp_for_epsilon
 from ...events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
 from ...mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp
-from ...plan_accounting import PlanAccounting, account_plan, calibrate_plan
 from ...plans import Knob, MechanismPlan
-from ...reports import AccountantResult, PaperCalibration
+from ...reports import AccountantResult, PaperCalibration, RdpCurve
 from .params import SOURCE
 from .plan import Schedule
 
@@ -39,8 +38,15 @@ def mechanism_plan(sched: Schedule, stepsize: float) -> MechanismPlan:
     of fixed size n, González, Guzmán & Paquette 2024, §1.3); with k = 0 nothing depends on the data."""
     e0 = sched.epsilon0(stepsize)
     sample = BoundedRangeEvent(sched.range_ratio * e0, e0)
-    event = SelfComposedEvent(sample, sched.count) if sched.count else PureDpEvent(0.0)
-    return MechanismPlan(event, "replace-one")
+    if not sched.count:
+        return MechanismPlan(PureDpEvent(0.0), "replace-one", description=NOTHING_RELEASED)
+    return MechanismPlan(SelfComposedEvent(sample, sched.count), "replace-one")
+
+
+NOTHING_RELEASED = (
+    "with steps = 1 no released vertex depends on the data (the first samples come from the uniform start), so "
+    "every stepsize gives ε = 0; use steps ≥ 2"
+)
 
 
 def rdp_curve(sched: Schedule, stepsize: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -77,42 +83,42 @@ def paper_stepsize(sched: Schedule, epsilon: float, delta: float) -> float:
 
 
 @dataclass(frozen=True)
-class Accounting:
-    """Every accountant's answer at one stepsize: the spine's (rdp, tight) and the paper's statement."""
+class Reading:
+    """What the wording reads at one stepsize: the spine's rdp and tight rows, the Rényi curve on its orders (∞
+    where infinite), and the paper's ε."""
 
-    spine: PlanAccounting
+    rdp: AccountantResult
+    tight_row: AccountantResult
+    orders: np.ndarray
+    curve: np.ndarray
     paper: float
     delta: float
 
-    @property
-    def rdp(self) -> Conversion:
-        """The rdp accountant's conversion (it reads every plan of this family)."""
-        assert self.spine.conversion is not None
-        return self.spine.conversion
+    @classmethod
+    def of(cls, rows: Mapping[str, AccountantResult], curve: RdpCurve, paper: float, delta: float) -> Reading:
+        values = np.array([math.inf if e is None else e for e in curve.epsilons], dtype=float)
+        return cls(rows["rdp"], rows["tight"], np.asarray(curve.orders, dtype=float), values, paper, delta)
 
     @property
-    def results(self) -> tuple[AccountantResult, AccountantResult]:
-        """(rdp, tight) as the spine reports them."""
-        by_name = {r.name: r for r in self.spine.results}
-        return by_name["rdp"], by_name["tight"]
+    def rdp_epsilon(self) -> float:
+        """The rdp accountant's ε (it reads every plan of this family)."""
+        assert self.rdp.epsilon is not None
+        return self.rdp.epsilon
 
     @property
     def tight(self) -> float | None:
         """The tight accountant's ε (None where it was not computed or does not apply)."""
-        return self.results[1].epsilon if self.results[1].applicable else None
+        return self.tight_row.epsilon if self.tight_row.applicable else None
 
     @property
     def paper_valid(self) -> bool:
         """Whether the paper's statement is in its regime, ε ≤ 8 log(1/δ) (Corollary 3.6)."""
-        return self.paper <= 8.0 * (-math.log(self.delta))
+        return paper_in_regime(self.paper, self.delta)
 
 
-def account(
-    sched: Schedule, stepsize: float, delta: float, orders: np.ndarray, refine: bool, tight: bool = True
-) -> Accounting:
-    """Every accountant's answer at ``stepsize``; without ``tight`` the PLD accountant is not run (an rdp request)."""
-    spine = account_plan(mechanism_plan(sched, stepsize), delta, "best" if tight else "rdp", orders, refine)
-    return Accounting(spine, paper_epsilon(sched, stepsize, delta), delta)
+def paper_in_regime(epsilon: float, delta: float) -> bool:
+    """Corollary 3.6's condition ε ≤ 8 log(1/δ)."""
+    return epsilon <= 8.0 * (-math.log(delta))
 
 
 BR_NAME = "bounded range: α·ε_BR²/8 per sample (Cesar & Rogers 2021)"
@@ -128,43 +134,27 @@ PAPER_METHOD = "the paper's privacy statement as printed (advanced composition, 
 # -- calibration per accountant ---------------------------------------------------------------------------------------
 
 
-def calibrations(
-    sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
-) -> list[AccountantResult]:
-    """Each accountant's largest stepsize meeting (target, δ): the spine's calibration for rdp and tight (the tight
-    one only ``with_tight``), the paper's rule for the paper accountant."""
-    out: list[AccountantResult] = []
-    if sched.count == 0:
-        unconstrained = "no released vertex depends on the data (steps = 1): every stepsize gives ε = 0"
-        out.append(AccountantResult.not_applicable("rdp", unconstrained))
-        out.append(AccountantResult.not_applicable("tight", unconstrained))
-    else:
-        out.extend(
-            calibrate_plan(
-                lambda noise: mechanism_plan(sched, STEPSIZE.from_noise(noise)),
-                delta,
-                target,
-                STEPSIZE,
-                "best" if with_tight else "rdp",
-                grid,
-            )
-        )
-    limit = 8.0 * (-math.log(delta))
-    if target <= limit:
-        eta = shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
-        out.append(
-            AccountantResult(
-                "paper",
-                True,
-                paper_epsilon(sched, eta, delta),
-                "the paper's statement (a valid advanced-composition bound)",
-                PAPER_METHOD + f"; {sched.paper_rule}",
-                calibrated_value=eta,
-            )
-        )
-    else:
-        out.append(AccountantResult.not_applicable("paper", paper_condition(target, delta)))
-    return out
+def paper_row(sched: Schedule, stepsize: float, delta: float) -> AccountantResult:
+    """The paper's statement at ``stepsize`` as an accountant row (not applicable outside its regime)."""
+    epsilon = paper_epsilon(sched, stepsize, delta)
+    if not paper_in_regime(epsilon, delta):
+        return AccountantResult.not_applicable("paper", paper_condition(epsilon, delta))
+    return AccountantResult(
+        "paper",
+        True,
+        epsilon,
+        "the paper's statement (a valid advanced-composition bound)",
+        PAPER_METHOD + f"; {sched.paper_rule}",
+    )
+
+
+def paper_calibration_row(sched: Schedule, target: float, delta: float) -> AccountantResult:
+    """The paper's largest stepsize for the target (its rule, moved down until its own statement meets the
+    target), in its regime."""
+    if not paper_in_regime(target, delta):
+        return AccountantResult.not_applicable("paper", paper_condition(target, delta))
+    eta = shrink(paper_stepsize(sched, target, delta), lambda s: paper_epsilon(sched, s, delta) <= target)
+    return replace(paper_row(sched, eta, delta), calibrated_value=eta)
 
 
 def shrink(stepsize: float, feasible: Callable[[float], bool]) -> float:
@@ -187,14 +177,15 @@ def paper_condition(epsilon: float, delta: float) -> str:
 
 
 def paper_calibration(
-    sched: Schedule, target: float, delta: float, grid: np.ndarray, with_tight: bool = True
+    sched: Schedule, target: float, delta: float, rows: Mapping[str, AccountantResult]
 ) -> PaperCalibration:
-    """The paper's rule as printed, and what the rigorous accountants certify at the stepsize it prescribes (the
-    tight one only ``with_tight``)."""
+    """The paper's rule as printed, and what the rigorous accountants certify at the stepsize it prescribes
+    (``rows``: the spine's there, tight where it was asked)."""
     eta = paper_stepsize(sched, target, delta)
-    acc = account(sched, eta, delta, grid, True, with_tight)
-    certified = acc.rdp.value if acc.tight is None else min(acc.rdp.value, acc.tight)
-    by = "rdp" if acc.tight is None or acc.rdp.value <= acc.tight else "tight"
+    rdp, tight = rows["rdp"].epsilon, rows["tight"].epsilon if rows["tight"].applicable else None
+    assert rdp is not None  # the rdp accountant reads every plan of this family
+    certified = rdp if tight is None else min(rdp, tight)
+    by = "rdp" if tight is None or rdp <= tight else "tight"
     condition = target <= 8.0 * (-math.log(delta))
     valid = condition and certified <= target
     e0 = sched.paper_epsilon0_per_stepsize * eta
@@ -213,10 +204,6 @@ def paper_calibration(
         )
     source = f"{SOURCE}, {sched.paper_rule.split(':')[0]}"
     return PaperCalibration(source, None, target, certified, by, valid, note)
-
-
-def finite_order(conversion: Conversion) -> float | None:
-    return conversion.reported_order
 
 
 def zcdp_budget(epsilon: float, delta: float) -> float:

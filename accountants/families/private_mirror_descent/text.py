@@ -6,63 +6,25 @@ import math
 
 import numpy as np
 
-from ...conversions import Conversion, epsilon_for_linear_rdp, epsilon_from_rdp
-from ...errors import ParameterError
+from ...conversions import epsilon_for_linear_rdp, epsilon_from_rdp
 from ...mechanisms.pure_composition import (
     advanced_composition_epsilon,
     bounded_range_rdp,
     drv_epsilon,
     pure_dp_rdp,
 )
-from ...reports import AccountantResult, Assumption, BoundResult, Conventions, RdpCurve, Release
+from ...reports import Assumption, BoundResult, Conventions, Release
 from .params import SOURCE, PrivateMirrorDescentParams
 from .plan import Schedule
 from .privacy import (
     BR_NAME,
-    PAPER_METHOD,
     PURE_RDP_NAME,
     RDP_METHOD,
-    Accounting,
+    Reading,
     paper_condition,
-    rdp_labels,
 )
 
 # -- presentation -----------------------------------------------------------------------------------------------------
-
-
-def given_stepsize(p: PrivateMirrorDescentParams) -> float:
-    if p.stepsize is None:
-        raise ParameterError.single(
-            "stepsize",
-            "is required for privacy accounting: it is the privacy knob (ε₀ = 4ηL₀/B per vertex sample for "
-            "Algorithm 1); /v1/calibrate computes it",
-            "a finite number in (0, 1e12]",
-        )
-    return p.stepsize
-
-
-def stated_curve(sched: Schedule, eta: float, conversion: Conversion) -> RdpCurve:
-    orders = np.asarray(conversion.orders, dtype=float)
-    eps: list[float | None] = [float(e) if math.isfinite(e) else None for e in conversion.rdp]
-    return RdpCurve(tuple(orders.tolist()), tuple(eps), rdp_labels(sched, eta, orders))
-
-
-def accountant_results(sched: Schedule, acc: Accounting, delta: float) -> list[AccountantResult]:
-    """The spine's rdp and tight results, and the paper's statement."""
-    results = list(acc.results)
-    if acc.paper_valid:
-        results.append(
-            AccountantResult(
-                "paper",
-                True,
-                acc.paper,
-                "the paper's statement (a valid advanced-composition bound)",
-                PAPER_METHOD + f"; {sched.paper_rule}",
-            )
-        )
-    else:
-        results.append(AccountantResult.not_applicable("paper", paper_condition(acc.paper, delta)))
-    return results
 
 
 def stated_conventions(sched: Schedule) -> Conventions:
@@ -135,7 +97,7 @@ def stated_releases(sched: Schedule, eta: float) -> list[Release]:
     ]
 
 
-def stated_warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Accounting, delta: float) -> list[str]:
+def stated_warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Reading, delta: float) -> list[str]:
     notes = [
         "constants are reconstructed from the paper's proofs (the text we worked from lost its formulas): "
         + sched.epsilon0_rule
@@ -145,7 +107,7 @@ def stated_warnings(p: PrivateMirrorDescentParams, sched: Schedule, acc: Account
     ]
     if not acc.paper_valid:
         notes.append(paper_condition(acc.paper, delta))
-    if acc.tight is not None and acc.tight > acc.rdp.value:
+    if acc.tight is not None and acc.tight > acc.rdp_epsilon:
         notes.append(
             "the tight accountant exceeds the rdp bound here: its lattice and blocks of 64 samples cost more than the "
             "rdp bound's slack at this budget"
@@ -168,16 +130,16 @@ def _linear_epsilon(rho: float, delta: float) -> float:
     return epsilon_for_linear_rdp(rho, delta)[0] if rho > 0.0 else 0.0
 
 
-def bound_results(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
+def bound_results(sched: Schedule, eta: float, delta: float, acc: Reading, chosen: str) -> list[BoundResult]:
     """Every privacy bound of the run: the Rényi ones, then the optimal and advanced compositions and the paper's."""
     return [*_renyi_bounds(sched, eta, delta, acc, chosen), *_composition_bounds(sched, eta, delta, acc, chosen)]
 
 
-def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
+def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Reading, chosen: str) -> list[BoundResult]:
     """The rdp accountant's curve and its two parts (bounded-range zCDP, exact pure-DP RDP), each converted."""
     e0 = sched.epsilon0(eta)
     k = sched.count
-    orders = np.asarray(acc.rdp.orders, dtype=float)
+    orders = np.asarray(acc.orders, dtype=float)
     always = (Assumption("none (adaptive composition of the vertex samples)", True),)
     br = k * bounded_range_rdp(sched.range_ratio * e0, orders)
     pure = k * pure_dp_rdp(e0, orders)
@@ -188,8 +150,8 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
             True,
             None,
             always,
-            tuple(float(v) for v in acc.rdp.rdp),
-            acc.rdp.value,
+            tuple(float(v) for v in acc.curve),
+            acc.rdp_epsilon,
             chosen == "rdp",
             "every vertex sample",
         ),
@@ -218,7 +180,7 @@ def _renyi_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, ch
     ]
 
 
-def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounting, chosen: str) -> list[BoundResult]:
+def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Reading, chosen: str) -> list[BoundResult]:
     """The optimal adaptive composition (the tight accountant), the advanced-composition bounds and Corollary 3.6 as
     printed."""
     e0 = sched.epsilon0(eta)
@@ -230,7 +192,7 @@ def _composition_bounds(sched: Schedule, eta: float, delta: float, acc: Accounti
             "Bellman recursion over generalised randomised responses (Dong, Durfee & Rogers 2020 reduce bounded range "
             "to them) on blocks of 64 samples, composed by the PLD accountant (accountants/pld/bounded_range.py)",
             acc.tight is not None,
-            acc.results[1].reason,
+            acc.tight_row.reason,
             always,
             None,
             acc.tight,
