@@ -71,6 +71,8 @@ class Answered:
     orders: np.ndarray
     curve: RdpCurve | None
     target: float | None = None
+    refine: bool = True
+    """Whether the request refined the orders continuously (a calibration always does)."""
 
     def row(self, name: str) -> AccountantResult | None:
         return next((r for r in self.results if r.name == name), None)
@@ -123,7 +125,8 @@ class PlannedFamily(AlgorithmFamily[P]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "noise_fields" not in cls.__dict__:
+        below = cls.__mro__[: cls.__mro__.index(PlannedFamily)]  # the subclass and its bases under PlannedFamily
+        if not any("noise_fields" in vars(k) for k in below):
             cls.noise_fields = (cls.knob.field,)
         cls.calibrated_parameter = cls.knob.field
 
@@ -161,12 +164,18 @@ class PlannedFamily(AlgorithmFamily[P]):
         """The paper's bound behind the Rényi curve at each order, where the family names them (None: the plan's)."""
         return None
 
-    def extra_results(self, params: P, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
-        """Rows shown after the spine's in a privacy answer (the paper's own, or one under another assumption)."""
+    def extra_results(
+        self, params: P, plan: MechanismPlan, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
+        """Rows shown after the spine's (``spine``) in a privacy answer (the paper's own, or one under another
+        assumption)."""
         return ()
 
-    def extra_calibrations(self, params: P, target: float, delta: float) -> Sequence[AccountantResult]:
-        """Rows shown after the spine's in a calibration answer (each applicable one with its ``calibrated_value``)."""
+    def extra_calibrations(
+        self, params: P, target: float, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
+        """Rows shown after the spine's (``spine``: each accountant's calibration) in a calibration answer (each
+        applicable one with its ``calibrated_value``)."""
         return ()
 
     def details(self, params: P, plan: MechanismPlan, answered: Answered) -> Details:
@@ -219,10 +228,13 @@ class PlannedFamily(AlgorithmFamily[P]):
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, reason, known, method)
         if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
-        results = (*self._worded(answer.results, p, plan), *self.extra_results(p, plan, d))
+        spine = self._worded(answer.results, p, plan)
+        results = (*spine, *self.extra_results(p, plan, d, spine))
         chosen = choose_accountant(results, query.accountant, supported=self.supported_accountants())
         accounted = Accounted(results, chosen, d, answer.optimal_order, self._labelled(answer.curve, p, plan))
-        shown = self.details(p, plan, Answered(d, query.accountant, results, chosen, query.grid, answer.curve))
+        shown = self.details(
+            p, plan, Answered(d, query.accountant, results, chosen, query.grid, answer.curve, refine=query.refine)
+        )
         return accounted.privacy(
             self.id,
             self.noise(p, value),
@@ -277,7 +289,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         else:
             spine = calibrate_plan(plan_at, d, target, self.knob, query.accountant, query.grid, reason, method)
         on_knob = (self._in_range(self._on_knob(r), target) for r in spine)
-        results = (*self._worded(tuple(on_knob), p, reference), *self.extra_calibrations(p, target, d))
+        calibrated = self._worded(tuple(on_knob), p, reference)
+        results = (*calibrated, *self.extra_calibrations(p, target, d, calibrated))
         if query.accountant == "best" and not any(r.counts_for_best for r in results):
             raise CalibrationError(
                 "no accountant meets the target: " + "; ".join(f"{r.name}: {r.reason}" for r in results)

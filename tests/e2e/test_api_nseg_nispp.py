@@ -58,8 +58,9 @@ def test_multi_pass_paper_under_noising_is_a_warning(http):
     tight = http.post(
         "/v1/privacy",
         json={"algorithm": "nseg", "params": params | {"noise_multiplier": 5}, "delta": 1e-5, "accountant": "tight"},
-    )
-    assert_problem(tight, 422, ("accountant",))
+    ).json()
+    by_name = {a["name"]: a for a in tight["accountants"]}
+    assert tight["accountant"] == "tight" and by_name["tight"]["epsilon_lower"] <= tight["epsilon"]
 
 
 def test_utility_endpoint(http):

@@ -12,7 +12,7 @@ from accountants import registry
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
 
-from ..support.params import LAST_ITERATE_FIG1, MIRROR_GAME, POP_TEST_VECTORS
+from ..support.params import LAST_ITERATE_FIG1, MIRROR_GAME, NSEG_BILINEAR, POP_TEST_VECTORS
 from .toy_family import registered
 
 DELTA = 1e-6
@@ -51,6 +51,24 @@ MIRROR = [
         "batch_size": 20,
         "stepsize": 0.05,
     },
+]
+NOISY_VI = [
+    ("nseg", NSEG_BILINEAR | {"dataset_size": 4000, "batch_size": 20, "noise_multiplier": 3.0}),
+    ("nseg", NSEG_BILINEAR | {"dataset_size": 100, "batch_size": 1, "passes": "multi", "noise_multiplier": 5.0}),
+    (
+        "nseg",
+        NSEG_BILINEAR
+        | {
+            "dataset_size": 500,
+            "batch_size": 5,
+            "passes": "multi",
+            "sampling": "uniform",
+            "steps": 300,
+            "noise_std": 4.0,
+        },
+    ),
+    ("nispp", NSEG_BILINEAR | {"dataset_size": 1600, "batch_size": 40, "noise_multiplier": 2.0}),
+    ("nispp", NSEG_BILINEAR | {"dataset_size": 1600, "batch_size": 40, "passes": "multi", "noise_multiplier": 4.0}),
 ]
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
@@ -137,3 +155,12 @@ def test_private_mirror_descent_rdp_calibration_is_its_composition(params):
 @pytest.mark.parametrize("accountant", ["tight", "best"])
 def test_private_mirror_descent_calibration_is_its_composition(params, accountant):
     _same_calibration(registry.get("private-mirror-descent"), params, accountant, 1.0)
+
+
+@pytest.mark.parametrize(("algorithm", "params"), NOISY_VI)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_nseg_and_nispp_are_their_compositions(algorithm, params, accountant):
+    """One Gaussian per record for a single pass; composed subsampled releases under replace-one for several."""
+    family = registry.get(algorithm)
+    _same_privacy(family, params, accountant)
+    _same_calibration(family, params, accountant, 1.0)

@@ -55,7 +55,9 @@ class DpSgd(PlannedFamily[DpSgdParams]):
     def method(self, accountant: str, params: DpSgdParams, plan: MechanismPlan) -> str | None:
         return rdp_method(params) if accountant == "rdp" else None
 
-    def extra_results(self, params: DpSgdParams, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
+    def extra_results(
+        self, params: DpSgdParams, plan: MechanismPlan, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
         """The paper row (no paper calibration of its own) and, for a loader without amplification, the Poisson ε
         it is often reported with (not valid for it)."""
         rows = [AccountantResult.not_applicable("paper", PAPER_REASON)]
@@ -64,7 +66,9 @@ class DpSgd(PlannedFamily[DpSgdParams]):
             rows.append(poisson_assumed(params, text.noise_multiplier(params), delta, steps))
         return rows
 
-    def extra_calibrations(self, params: DpSgdParams, target: float, delta: float) -> Sequence[AccountantResult]:
+    def extra_calibrations(
+        self, params: DpSgdParams, target: float, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
     def details(self, params: DpSgdParams, plan: MechanismPlan, answered: Answered) -> Details:

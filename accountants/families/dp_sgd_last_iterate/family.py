@@ -92,10 +92,14 @@ class DpSgdLastIterate(PlannedFamily[LastIterateParams]):
         name = smallest_bound(bounds_for(params, steps_and_rule(params)[0])).name
         return tuple(name for _ in orders)
 
-    def extra_results(self, params: LastIterateParams, plan: MechanismPlan, delta: float) -> Sequence[AccountantResult]:
+    def extra_results(
+        self, params: LastIterateParams, plan: MechanismPlan, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
-    def extra_calibrations(self, params: LastIterateParams, target: float, delta: float) -> Sequence[AccountantResult]:
+    def extra_calibrations(
+        self, params: LastIterateParams, target: float, delta: float, spine: Sequence[AccountantResult]
+    ) -> Sequence[AccountantResult]:
         return [AccountantResult.not_applicable("paper", PAPER_REASON)]
 
     def details(self, params: LastIterateParams, plan: MechanismPlan, answered: Answered) -> Details:

@@ -3,8 +3,9 @@ differentially private stochastic monotone variational inequalities and saddle-p
 arXiv:2104.02988), and what they share.
 
 Modules: ``params`` (the parameters both share, :class:`~.params.NoisyViParams`), ``releases`` (what a record is
-exposed to, its plan and the paper's statements), ``accounting`` (every accountant and calibration), ``answers``
-(reports), ``family`` (privacy, calibration and plan written once, :class:`~.family.NoisyViFamily`), ``simulate``
+exposed to, its plan and the paper's statements), ``paper`` (the paper's statements as rows beside the spine's
+accountants, and the Rényi bounds shown), ``answers`` (the multiplier from either unit, finite utility bounds),
+``family`` (the plan and the paper's rows written once, :class:`~.family.NoisyViFamily`, on the spine), ``simulate``
 (bilinear games), ``nseg`` and ``nispp_params`` + ``nispp`` (what each method adds: its parameters, the paper's
 quantities and statements, utility theorems, wording and simulator); ``card.toml`` (their cards).
 
@@ -30,7 +31,8 @@ Multi pass: ``count`` releases K, each on a random batch (NSEG: K = 2T evaluatio
   replace-one neighbours, so it is shown, not used (at the paper's typical configurations it is the larger one anyway).
 * ``sampling="uniform"``: each batch is a uniformly random set of B distinct records (the paper's scheme; for B = 1
   a uniform index). ``rdp``: Wang, Balle & Kasiviswanathan 2019, Thm. 27 (replace-one), rigorous and looser.
-* ``tight``: not available (no privacy-loss-distribution accountant for subsampled Gaussians yet).
+* ``tight``: the spine's certified PLD accountant on the same releases under replace-one (Poisson-subsampled or
+  sampled-without-replacement Gaussians, composed), an upper bound with a certified lower one.
 
 ``paper``: the printed statements, ε = c(η)/z — Prop. 3 (the Gaussian mechanism in the Dwork–Roth form without the
 1.25, valid only where the exact profile confirms it, ε ≲ 7–9) and Theorem 1 (the moments accountant with

@@ -11,7 +11,7 @@ Sensitivity (Prop. 9): ‖u − u′‖ ≤ M/(λB) + √(M²/(λB)² + 2ν/λ) 
 ``noise_multiplier`` z = σ/Δ; the paper's statements, relative to 4M/(λB), are converted to this Δ.
 
 * ``passes="single"`` (Theorem 5, Prop. 10, Corollary 2): disjoint batches, KB ≤ n; default K = ⌊n/B⌋. Privacy: one
-  Gaussian per record (:mod:`.accounting`). Utility: Theorem 5 with the re-derived noise constant 3 over all
+  Gaussian per record (:mod:`.family`, on the spine). Utility: Theorem 5 with the re-derived noise constant 3 over all
   K releases (the printed 5/2 over K − 1 undercounts, erratum).
 * ``passes="multi"`` (Theorems 6–7): K iterations on random batches; default K = n. Utility: Theorem 7's weak gaps,
   EmpGap + M·UAS (VI) and EmpGap + √2·M·UAS (SP) with UAS = K(4M/(nλ) + 2√(ν/λ)) (the 4M of Lemma 3, not the printed

@@ -9,7 +9,7 @@ the output is the γ-weighted average of the w_t. An evaluation's replace-one se
 on W), and ``noise_multiplier`` z = σ/Δ.
 
 * ``passes="single"`` (Theorem 2, Prop. 5, Corollary 1): all 2T batches disjoint, 2TB ≤ n; default T = ⌊n/(2B)⌋.
-  Privacy: one Gaussian per record (:mod:`.accounting`), exact. Utility: Theorem 2 for the user's γ, T, B
+  Privacy: one Gaussian per record (:mod:`.family`, on the spine), exact. Utility: Theorem 2 for the user's γ, T, B
   with the proofs' M² (cV = 1; the statement's M²/2 is not what Corollary 1 and Theorem 4 use),
   default γ = Corollary 1's min{D/(M√(7T(1 + dσ²/M²))), 1/(√3L)} (the cap is required by Theorem 2 and omitted in
   the paper).

@@ -25,11 +25,6 @@ TIGHT_METHOD = (
     "composition over disjoint batches, Boob & Guzmán 2023, Prop. 4), not summed over the steps"
 )
 SINGLE_RDP_METHOD = "Gaussian RDP α/(2z²) of the one release per record, converted exactly over real α"
-MULTI_TIGHT_REASON = (
-    "dpcal's privacy-loss-distribution accountant covers Poisson sampling under add/remove-one neighbours (dp-sgd); "
-    "multi-pass releases are accounted under replace-one, where no tight accountant is implemented: the rdp bound "
-    "is certified"
-)
 
 
 @dataclass(frozen=True)

@@ -65,14 +65,18 @@ class PhasedOutputPerturbation(PlannedFamily[PhasedOutputPerturbationParams]):
         return _METHODS.get(accountant)
 
     def extra_results(
-        self, params: PhasedOutputPerturbationParams, plan: MechanismPlan, delta: float
+        self,
+        params: PhasedOutputPerturbationParams,
+        plan: MechanismPlan,
+        delta: float,
+        spine: Sequence[AccountantResult],
     ) -> Sequence[AccountantResult]:
         """The paper's statement at this noise, in its regime."""
         probability, _, _ = solver_failure(params, delta)
         return [paper_result(params, params.given_noise_multiplier, delta, probability)]
 
     def extra_calibrations(
-        self, params: PhasedOutputPerturbationParams, target: float, delta: float
+        self, params: PhasedOutputPerturbationParams, target: float, delta: float, spine: Sequence[AccountantResult]
     ) -> Sequence[AccountantResult]:
         """The paper's printed noise for the target, in its regime."""
         return [paper_row(Target(params, target, delta))]

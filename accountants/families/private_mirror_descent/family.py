@@ -60,12 +60,12 @@ class PrivateMirrorDescent(PlannedFamily[PrivateMirrorDescentParams]):
         return rdp_labels(schedule(params), _stepsize(params), orders)
 
     def extra_results(
-        self, params: PrivateMirrorDescentParams, plan: MechanismPlan, delta: float
+        self, params: PrivateMirrorDescentParams, plan: MechanismPlan, delta: float, spine: Sequence[AccountantResult]
     ) -> Sequence[AccountantResult]:
         return [paper_row(schedule(params), _stepsize(params), delta)]
 
     def extra_calibrations(
-        self, params: PrivateMirrorDescentParams, target: float, delta: float
+        self, params: PrivateMirrorDescentParams, target: float, delta: float, spine: Sequence[AccountantResult]
     ) -> Sequence[AccountantResult]:
         return [paper_calibration_row(schedule(params), target, delta)]
 
