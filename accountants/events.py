@@ -206,6 +206,22 @@ class SampledWithoutReplacementEvent(DpEvent):
 
 
 @dataclass(frozen=True)
+class SampledWithReplacementEvent(DpEvent):
+    """``sample_size`` draws with replacement from ``dataset_size`` records (a record may be drawn up to
+    ``sample_size`` times); ``event`` runs on the batch. No accountant of dpcal reads it yet: each says so, and the
+    plan it belongs to has only its paper's statement."""
+
+    dataset_size: int
+    sample_size: int
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dataset_size", check.positive_int("dataset_size", self.dataset_size))
+        object.__setattr__(self, "sample_size", check.positive_int("sample_size", self.sample_size))
+        _require_event("event", self.event)
+
+
+@dataclass(frozen=True)
 class SelfComposedEvent(DpEvent):
     """``event`` run ``count`` times (adaptively)."""
 

@@ -116,13 +116,13 @@ def account_plan(
     accountant: str = "best",
     orders: np.ndarray | None = None,
     refine: bool = True,
-    tight_reason: str | None = None,
+    family_reason: str | None = None,
     known: tuple[Conversion | None, Mapping[str, AccountantResult]] = (None, {}),
     rdp_method: str | None = None,
 ) -> PlanAccounting:
     """ε at ``delta`` (less the plan's reserved δ) from rdp and from every accountant of :data:`EVENT_ACCOUNTANTS` the
     request needs (not asked for: marked so). ``known``: the plan's Rényi conversion and other answers where the
-    request already has them (ε over training computes them at its last checkpoint); ``tight_reason``: the family's
+    request already has them (ε over training computes them at its last checkpoint); ``family_reason``: the family's
     words for why an accountant may not read its plan; ``rdp_method``: its words for the Rényi bound."""
     accounted = plan.accounted_delta(delta)
     known_rdp, known_others = known
@@ -131,9 +131,9 @@ def account_plan(
         try:
             conversion = RdpAccountant(plan.neighbouring).epsilon(plan.event, accounted, orders, refine)
         except UnsupportedEventError as error:
-            rdp = AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}")
+            rdp = _not_applicable("rdp", f"no Rényi curve for this plan: {error}", family_reason)
     others = tuple(
-        _other(a, plan, accounted, accountant, tight_reason, known_others.get(a.name)) for a in EVENT_ACCOUNTANTS
+        _other(a, plan, accounted, accountant, family_reason, known_others.get(a.name)) for a in EVENT_ACCOUNTANTS
     )
     return PlanAccounting(conversion, (rdp or rdp_result(conversion, method=rdp_method), *others))
 
@@ -181,7 +181,7 @@ def calibrate_plan(
     knob: Knob,
     accountant: str = "best",
     orders: np.ndarray | None = None,
-    tight_reason: str | None = None,
+    family_reason: str | None = None,
     rdp_method: str | None = None,
 ) -> tuple[AccountantResult, ...]:
     """Calibrations of the knob for ε ≤ ``target`` at ``delta`` by rdp and every accountant of
@@ -192,7 +192,7 @@ def calibrate_plan(
     each)."""
     reference = plan_at(1.0)
     accounted = reference.accounted_delta(delta)
-    rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders, rdp_method)
+    rdp, noise = _calibrate_rdp(plan_at, accounted, target, knob, orders, (rdp_method, family_reason))
     if accountant == "rdp" and not rdp.applicable:
         raise CalibrationError(rdp.reason or "the rdp accountant cannot meet the target")
     initial = noise if noise is not None else 1.0
@@ -209,7 +209,7 @@ def calibrate_plan(
                 replace(with_reserved_delta(result, reference.reserved_delta), calibrated_value=knob.from_noise(found))
             )
         except CalibrationError as error:
-            others.append(_not_applicable(other.name, str(error), tight_reason))
+            others.append(_not_applicable(other.name, str(error), family_reason))
     results = (rdp, *others)
     if accountant == "best" and not any(r.applicable for r in results):
         reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
@@ -218,15 +218,22 @@ def calibrate_plan(
 
 
 def _calibrate_rdp(
-    plan_at: PlanAt, accounted: float, target: float, knob: Knob, orders: np.ndarray | None, method: str | None
+    plan_at: PlanAt,
+    accounted: float,
+    target: float,
+    knob: Knob,
+    orders: np.ndarray | None,
+    words: tuple[str | None, str | None],
 ) -> tuple[AccountantResult, float | None]:
-    """The rdp calibration (its result, and the noise found on the knob's noise scale; None where it fails).
+    """The rdp calibration (its result, and the noise found on the knob's noise scale; None where it fails);
+    ``words``: the family's for the Rényi bound and for why an accountant may not read its plan.
 
     Trees whose curve is ρα with ρ·noise² fixed (Gaussian and zCDP releases the knob scales) are inverted exactly
     (:func:`_linear_inverse`); other trees with a zCDP envelope or a pure-DP sum (:meth:`RdpAccountant.bounded`) are
     calibrated on the accountant's own ε, bound included (each evaluation exact, no grid edge: tiny targets need
     orders near 10⁸); the others by :func:`~accountants.calibration.calibrate_rdp` on the curve (the order search of
     a Rényi calibration)."""
+    method, family_reason = words
     reference = plan_at(1.0)
     accountant = RdpAccountant(reference.neighbouring)
     try:
@@ -248,7 +255,7 @@ def _calibrate_rdp(
             )
             noise, conversion = searched.noise, searched.conversion
     except UnsupportedEventError as error:
-        return AccountantResult.not_applicable("rdp", f"no Rényi curve for this plan: {error}"), None
+        return _not_applicable("rdp", f"no Rényi curve for this plan: {error}", family_reason), None
     except (CalibrationError, ParameterError) as error:
         return AccountantResult.not_applicable("rdp", str(error)), None
     return rdp_result(conversion, knob.from_noise(noise), method), noise

@@ -5,7 +5,7 @@ releases about one record as a :class:`~accountants.events.DpEvent` tree. The sp
 
 * ``rdp``: :class:`~accountants.rdp.RdpAccountant` on the plan (improved conversion, order refined);
 * ``tight``: :mod:`accountants.tight`, exact where the plan is a tree of Gaussian releases, the certified PLD
-  accountant where it reads the tree; otherwise not applicable with the family's :meth:`PlannedFamily.tight_reason`;
+  accountant where it reads the tree; otherwise not applicable with the family's :meth:`PlannedFamily.unread_reason`;
 * ``best``: the smallest applicable answer (:func:`~accountants.reports.choose_accountant`);
 * calibration: :func:`~accountants.calibration.calibrate_rdp` over the knob for ``rdp``, the generic one-sided root
   finder (GDP) or :func:`~accountants.pld.calibration.calibrate_pld` for ``tight``;
@@ -73,6 +73,8 @@ class Answered:
     target: float | None = None
     refine: bool = True
     """Whether the request refined the orders continuously (a calibration always does)."""
+    requested: ParamsModel | None = None
+    """A calibration's hyperparameters as the request gave them (the knob removed)."""
 
     def row(self, name: str) -> AccountantResult | None:
         return next((r for r in self.results if r.name == name), None)
@@ -97,6 +99,8 @@ class CalibrationDetails:
     paper: PaperCalibration | None = None
     recommended: Sequence[Recommendation] = ()
     warnings: Sequence[str] = ()
+    utility_reason: str | None = None
+    """Why there are no utility bounds at the calibrated knob (default: the family's :attr:`utility_reason`)."""
 
 
 @dataclass(frozen=True)
@@ -150,10 +154,19 @@ class PlannedFamily(AlgorithmFamily[P]):
         value = getattr(params, self.knob.field, None)
         return None if value is None else float(value)
 
-    def tight_reason(self, plan: MechanismPlan) -> str | None:
-        """The family's words for why an accountant beside rdp may not read its plan, put before the spine's reason
-        where it does not (None: the spine's reason alone)."""
+    def unread_reason(self, plan: MechanismPlan) -> str | None:
+        """The family's words for why an accountant may not read its plan, put before the spine's reason where one
+        does not (None: the spine's reason alone)."""
         return None
+
+    def check_target(self, params: P, target: float, delta: float) -> None:
+        """Refuse a calibration target these hyperparameters cannot serve (a :class:`ParameterError` naming the
+        field), before any accountant runs."""
+
+    def calibrated_params(self, params: P, chosen: AccountantResult, target: float, delta: float) -> P:
+        """The hyperparameters a calibration for (``target``, ``delta``) answers with: the knob at the chosen row's
+        value (a family's own row may set others with it)."""
+        return params.model_copy(update={self.knob.field: chosen.calibrated_value})
 
     def method(self, accountant: str, params: P, plan: MechanismPlan) -> str | None:
         """The family's words for how ``accountant`` reads its plan (None: the spine's); rdp's keeps the route its
@@ -224,7 +237,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         plan = self.plan(p, d)
         conventions = self.conventions(p, plan)
         known = (query.known_rdp.get(conventions.steps), answers_at(query.known_others, conventions.steps))
-        reason, method = self.tight_reason(plan), self.method("rdp", p, plan)
+        reason, method = self.unread_reason(plan), self.method("rdp", p, plan)
         answer = account_plan(plan, d, query.accountant, query.grid, query.refine, reason, known, method)
         if answer.conversion is not None and not any(r.applicable for r in answer.results):  # rdp gave ∞
             raise ParameterError.single(self.knob.field, "gives no finite ε bound at this δ", "more privacy")
@@ -246,18 +259,19 @@ class PlannedFamily(AlgorithmFamily[P]):
 
     def _calibrate(self, query: CalibrationQuery[P]) -> CalibrationReport:
         p, d, target, grid = query.params, query.delta, query.target_epsilon, query.grid
+        self.check_target(p, target, d)
         results, chosen = self._calibrations(query)
         value = chosen.calibrated_value
         assert value is not None  # set on every applicable calibration result
-        at = p.model_copy(update={self.knob.field: value})
+        at = self.calibrated_params(p, chosen, target, d)
         plan = self.plan(at, d)
         curve = account_plan(plan, d, "rdp", grid, rdp_method=self.method("rdp", at, plan))
         accounted = Accounted(results, chosen, d, curve.optimal_order, self._labelled(curve.curve, at, plan))
-        answered = Answered(d, query.accountant, results, chosen, grid, curve.curve, target)
+        answered = Answered(d, query.accountant, results, chosen, grid, curve.curve, target, requested=p)
         shown, added = self.details(at, plan, answered), self.calibration_details(at, plan, answered)
         return accounted.calibration(
             self.id,
-            self.noise(p, value),
+            self.noise(at, value),
             self.conventions(at, plan),
             target,
             value,
@@ -266,7 +280,7 @@ class PlannedFamily(AlgorithmFamily[P]):
             bounds=shown.bounds,
             releases=shown.releases,
             utility=added.utility,
-            utility_reason=None if added.utility else self.utility_reason or f"{self.id} states no utility theorem",
+            utility_reason=added.utility_reason if added.utility else self._utility_reason(added),
             paper=added.paper,
             paper_reason=None if added.paper else self.paper_reason or f"{self.id} has no paper calibration of its own",
             recommended=added.recommended,
@@ -278,7 +292,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         p, d, target = query.params, query.delta, query.target_epsilon
         plan_at = self._plans(p, d)
         reference = plan_at(1.0)
-        reason, method = self.tight_reason(reference), self.method("rdp", p, reference)
+        reason, method = self.unread_reason(reference), self.method("rdp", p, reference)
         if reference.event == plan_at(2.0).event:  # the knob changes no release: the target cannot set it
             free = f"the target does not constrain {self.knob.field}: {reference.description or 'no release uses it'}"
             if query.accountant in spine_accountants():
@@ -295,8 +309,10 @@ class PlannedFamily(AlgorithmFamily[P]):
             raise CalibrationError(
                 "no accountant meets the target: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
             )
+        # best calibrates with the spine's accountants; a family's own row only where none of them can
+        spine_met = any(r.counts_for_best for r in calibrated)
         chosen = choose_accountant(
-            results,
+            calibrated if query.accountant == "best" and spine_met else results,
             query.accountant,
             key="calibrated_value",
             largest=not self.knob.larger_is_more_private,
@@ -357,6 +373,9 @@ class PlannedFamily(AlgorithmFamily[P]):
             return curve
         bounds = self.curve_bounds(params, plan, np.asarray(curve.orders, dtype=float))
         return curve if bounds is None else dataclasses.replace(curve, bounds=bounds)
+
+    def _utility_reason(self, added: CalibrationDetails) -> str:
+        return added.utility_reason or self.utility_reason or f"{self.id} states no utility theorem"
 
     def _on_knob(self, result: AccountantResult) -> AccountantResult:
         """A calibration result with its value also as the noise multiplier, where that is the knob."""

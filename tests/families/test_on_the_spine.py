@@ -12,7 +12,14 @@ from accountants import registry
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
 
-from ..support.params import LAST_ITERATE_FIG1, MIRROR_GAME, NSEG_BILINEAR, POP_TEST_VECTORS
+from ..support.params import (
+    BILEVEL_MINI_BATCH,
+    BILEVEL_REFERENCE,
+    LAST_ITERATE_FIG1,
+    MIRROR_GAME,
+    NSEG_BILINEAR,
+    POP_TEST_VECTORS,
+)
 from .toy_family import registered
 
 DELTA = 1e-6
@@ -69,6 +76,15 @@ NOISY_VI = [
     ),
     ("nispp", NSEG_BILINEAR | {"dataset_size": 1600, "batch_size": 40, "noise_multiplier": 2.0}),
     ("nispp", NSEG_BILINEAR | {"dataset_size": 1600, "batch_size": 40, "passes": "multi", "noise_multiplier": 4.0}),
+]
+BILEVEL = [
+    BILEVEL_REFERENCE | {"noise_multiplier": 40.0},
+    BILEVEL_REFERENCE | {"steps": 100, "noise_multiplier": 80.0, "inner_noise_multiplier": 5000.0},
+    BILEVEL_REFERENCE | BILEVEL_MINI_BATCH | {"steps": 20, "inner_steps": 200, "noise_multiplier": 5.0},
+    BILEVEL_REFERENCE
+    | BILEVEL_MINI_BATCH
+    | {"steps": 10, "inner_steps": 100, "noise_multiplier": 3.0, "inner_noise_multiplier": 100.0},
+    BILEVEL_REFERENCE | {"dataset_size": 10000, "steps": 5, "inner_steps": 50, "noise_multiplier": 10.0},
 ]
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
@@ -162,5 +178,14 @@ def test_private_mirror_descent_calibration_is_its_composition(params, accountan
 def test_nseg_and_nispp_are_their_compositions(algorithm, params, accountant):
     """One Gaussian per record for a single pass; composed subsampled releases under replace-one for several."""
     family = registry.get(algorithm)
+    _same_privacy(family, params, accountant)
+    _same_calibration(family, params, accountant, 1.0)
+
+
+@pytest.mark.parametrize("params", BILEVEL)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_dp_bilevel_is_its_composition(params, accountant):
+    """The knob is the outer multiplier; the inner one follows z·√K or stays as given, on both sides."""
+    family = registry.get("dp-bilevel")
     _same_privacy(family, params, accountant)
     _same_calibration(family, params, accountant, 1.0)

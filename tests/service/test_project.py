@@ -111,6 +111,19 @@ def test_functions_stay_short():
                 assert length <= limit, f"{path.relative_to(ROOT)}:{node.lineno} {node.name} has {length} lines"
 
 
+def test_every_family_stands_on_the_spine():
+    """Each registered family is a PlannedFamily (its privacy and calibration are the spine's on its plan) and none
+    writes its own privacy or calibration."""
+    from accountants import registry
+    from accountants.planned import PlannedFamily
+
+    for family in registry.families():
+        assert isinstance(family, PlannedFamily), family.id
+    for path in ROOT.glob("accountants/families/**/*.py"):
+        source = path.read_text()
+        assert "def _privacy(" not in source and "def _calibrate(" not in source, path
+
+
 def test_families_import_no_private_name_across_modules():
     """What one module of a family uses from another is public there (no underscore), so the seams stay visible."""
     import ast

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ...reports import Conventions, Noise, Release
 from .paper import PaperChain
 from .params import BilevelParams
 from .plan import mechanisms, sampling_rates
-
-
-def finite_order(alpha: float) -> float | None:
-    return alpha if math.isfinite(alpha) else None
-
-
-def finite_list(values: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in values]
-
 
 _SAMPLING_TEXT = {
     "full-batch": "full batch: every step uses all n records (no sampling)",

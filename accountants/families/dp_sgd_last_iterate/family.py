@@ -82,7 +82,7 @@ class DpSgdLastIterate(PlannedFamily[LastIterateParams]):
     def noise(self, params: LastIterateParams, value: float) -> Noise:
         return stated_noise(params, value)
 
-    def tight_reason(self, plan: MechanismPlan) -> str:
+    def unread_reason(self, plan: MechanismPlan) -> str:
         return TIGHT_REASON
 
     def method(self, accountant: str, params: LastIterateParams, plan: MechanismPlan) -> str | None:

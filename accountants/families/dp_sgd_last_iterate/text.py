@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...conversions import epsilon_for_linear_rdp
@@ -30,14 +28,6 @@ def coefficient(bound: LinearBound) -> float:
     if bound.coefficient is None:
         raise ValueError(f"{bound.name} does not apply here: it has no coefficient")
     return bound.coefficient
-
-
-def finite_order(alpha: float) -> float | None:
-    return alpha if math.isfinite(alpha) else None
-
-
-def iterate_noise_std(p: LastIterateParams, z: float) -> float:
-    return p.stepsize * z * p.clip_norm / p.batch_size
 
 
 def resolved_noise_multiplier(p: LastIterateParams) -> float:

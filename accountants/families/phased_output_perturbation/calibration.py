@@ -33,11 +33,6 @@ class Target:
         return solver_failure(self.params, self.delta)
 
     @property
-    def gaussian_delta(self) -> float:
-        """δ left for the Gaussian releases."""
-        return self.delta - self.failure[1]
-
-    @property
     def paper_noise(self) -> float | None:
         """The paper's printed z for the target (None where it is not a finite number dpcal accepts)."""
         z = paper_noise_multiplier(self.params.problem_class, self.epsilon, self.delta)

@@ -36,9 +36,6 @@ class Schedule:
     def epsilon0(self, stepsize: float) -> float:
         return self.epsilon0_per_stepsize * stepsize
 
-    def stepsize_for(self, epsilon0: float) -> float:
-        return epsilon0 / self.epsilon0_per_stepsize
-
 
 def schedule(p: PrivateMirrorDescentParams) -> Schedule:
     """The sample counts and per-sample ε₀ of the variant (Prop. 3.3 [R]; Algorithms 1, 3, 5)."""
