@@ -122,6 +122,9 @@ class PlannedFamily(AlgorithmFamily[P]):
     accountants: ClassVar[tuple[str, ...]] = ()
     """Accountants of the family's own beside the spine's (``paper``, where its statement has a regime in which it
     answers: then :meth:`extra_results` and :meth:`extra_calibrations` give the row)."""
+    never_read: ClassVar[tuple[str, ...]] = ()
+    """Spine accountants that read none of the family's plans (a request naming one is refused with its
+    :attr:`accountant_notes` reason; its row still says why)."""
     utility_reason: ClassVar[str | None] = None
     """Why the family states no utility theorem (default: says so)."""
     paper_reason: ClassVar[str | None] = None
@@ -225,7 +228,8 @@ class PlannedFamily(AlgorithmFamily[P]):
         return Cost.CHEAP if gdp.is_gaussian(plan.event) else Cost.HEAVY
 
     def supported_accountants(self) -> tuple[str, ...]:
-        return (*spine_accountants(), *self.accountants)
+        """``best``, the spine's accountants that read the family's plans, and the family's own."""
+        return (*(a for a in spine_accountants() if a not in self.never_read), *self.accountants)
 
     @property
     def offers_checkpoints(self) -> bool:

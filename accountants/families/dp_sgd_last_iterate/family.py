@@ -53,7 +53,8 @@ class DpSgdLastIterate(PlannedFamily[LastIterateParams]):
     id = ALGORITHM_ID
     card = Card.load(__file__, ALGORITHM_ID, SOURCE=SOURCE)
     params_model = LastIterateParams
-    accountant_notes = MappingProxyType({"paper": PAPER_REASON})
+    never_read = ("tight",)
+    accountant_notes = MappingProxyType({"tight": TIGHT_REASON, "paper": PAPER_REASON})
     noise_fields = ("noise_multiplier", "noise_std")
     utility_reason = UTILITY_REASON
 
