@@ -25,11 +25,11 @@ serve: $(VENV)/.installed
 
 ## test: install the test extra and run the whole suite on both cores (pytest-xdist; what CI runs)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 ## check: the fast tier for the inner loop (every test not marked slow, on both cores)
 check: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow"
 
 ## openapi: record the service's answers to its examples, then regenerate openapi/openapi.json
 openapi: $(VENV)/.installed

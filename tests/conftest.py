@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     import httpx
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with slow tests first, each module's tests kept together (its fixtures set up once per worker): the
+    long ones start at once on both cores, and the short ones fill the gaps at the end (``--dist worksteal``)."""
+    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] not in slow_modules, order[id(item)]))
+
+
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[str]:
     process, url = start_server()

@@ -4,6 +4,7 @@ round trips, and that no valid input yields NaN, ∞ or a negative ε."""
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -113,6 +114,7 @@ def test_calibration_round_trips(q, steps, delta, target):
     assert epsilon_from_rdp(curve_of(z * (1 - 1e-5)), delta).value > target
 
 
+@pytest.mark.slow  # the tight accountant on random runs of up to 10⁷ steps: 10–25 s
 @SETTINGS
 @given(
     n=st.integers(1, 10**9),
