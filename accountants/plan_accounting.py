@@ -30,7 +30,7 @@ from .events import DpEvent
 from .plans import Knob, MechanismPlan
 from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError
 from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
-from .tight import tight_calibration, tight_epsilon, tight_epsilons
+from .tight import tight_calibration, tight_epsilon, tight_epsilons, tight_is_costly
 
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
 
@@ -53,10 +53,12 @@ class EventAccountant:
     epsilon: Callable[[DpEvent, Neighbouring, float], AccountantResult]
     calibration: EventCalibration
     along: Callable[[Sequence[DpEvent], Neighbouring, float], list[AccountantResult]]
+    costly: Callable[[DpEvent, Neighbouring], bool] = lambda event, neighbouring: False
+    """Whether answering the tree is numerical work worth a bounded process (default: a closed form)."""
 
 
 EVENT_ACCOUNTANTS: list[EventAccountant] = [
-    EventAccountant("tight", tight_epsilon, tight_calibration, tight_epsilons),
+    EventAccountant("tight", tight_epsilon, tight_calibration, tight_epsilons, tight_is_costly),
 ]
 """The accountants beside rdp, in the order answers list them (``tight``: exact Gaussian DP, else the certified PLD)."""
 
@@ -82,6 +84,12 @@ def spine_accountants() -> tuple[str, ...]:
 def accountant_names() -> tuple[str, ...]:
     """:data:`ACCOUNTANT_NAMES` as the table stands now."""
     return (*spine_accountants(), "paper")
+
+
+def costly(plan: MechanismPlan, accountant: str) -> bool:
+    """Whether a request for ``accountant`` on ``plan`` is numerical work (an accountant it asks for reads the tree
+    by computation, not a closed form): the service runs it in a bounded process."""
+    return any(a.costly(plan.event, plan.neighbouring) for a in EVENT_ACCOUNTANTS if asks(accountant, a.name))
 
 
 def asks(accountant: str, name: str) -> bool:

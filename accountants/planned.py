@@ -30,13 +30,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import gdp
 from .checkpoints import CurveAnswer, CurveQuery, answers_at, checkpoint_steps, epsilon_curve
 from .errors import CalibrationError, ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import account_plan, calibrate_plan, plan_accountants, spine_accountants
+from .plan_accounting import account_plan, calibrate_plan, costly, plan_accountants, spine_accountants
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
     AccountantResult,
@@ -214,10 +213,10 @@ class PlannedFamily(AlgorithmFamily[P]):
     # -- what the spine answers --------------------------------------------------------------------------------
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
-        """Cheap for Rényi curves and Gaussian-DP closed forms; heavy where ``tight`` (asked for, or needed by
-        ``best``) reads a plan that is not all Gaussian with the PLD accountant."""
+        """Cheap for Rényi curves, closed forms and plans no numerical accountant reads; heavy where one the request
+        asks for computes (:func:`~accountants.plan_accounting.costly`)."""
         p = self.parse(params)
-        if operation is Operation.UTILITY or accountant not in ("best", "tight"):
+        if operation is Operation.UTILITY:
             return Cost.CHEAP
         if self.knob_value(p) is None:
             p = p.model_copy(update={self.knob.field: self.knob.from_noise(1.0)})
@@ -225,7 +224,7 @@ class PlannedFamily(AlgorithmFamily[P]):
             plan = self.plan(p, COST_DELTA)
         except ParameterError:  # a check against δ, which is not known here: the answer itself says why
             return Cost.HEAVY
-        return Cost.CHEAP if gdp.is_gaussian(plan.event) else Cost.HEAVY
+        return Cost.HEAVY if costly(plan, accountant) else Cost.CHEAP
 
     def supported_accountants(self) -> tuple[str, ...]:
         """``best``, the spine's accountants that read the family's plans, and the family's own."""

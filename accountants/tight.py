@@ -85,6 +85,18 @@ def tight_epsilon(event: DpEvent, neighbouring: Neighbouring, delta: float) -> A
     return _tight(event, PldAccountant(neighbouring), delta, None, lower=True)[0]
 
 
+def tight_is_costly(event: DpEvent, neighbouring: Neighbouring) -> bool:
+    """Whether the tight answer for ``event`` is numerical work (the PLD accountant reads it): an all-Gaussian tree is
+    a closed form, and a tree the PLD cannot read is answered at once, not applicable. Reads the tree only."""
+    if gdp.is_gaussian(event):
+        return False
+    try:
+        PldAccountant(neighbouring).directions(event)
+    except UnsupportedEventError:
+        return False
+    return True
+
+
 def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta: float) -> list[AccountantResult]:
     """:func:`tight_epsilon` for each prefix of one run (in order of length: ε over training).
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import gdp
 from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
 from ..errors import CalibrationError, ParameterError
 from ..events import (
@@ -28,7 +27,7 @@ from ..events import (
 )
 from ..family import Cost
 from ..knobs import KNOBS, KnobRule, calibrate_integer
-from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, spine_accountants
+from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, costly, spine_accountants
 from ..plans import Knob, MechanismPlan
 from ..rdp import Neighbouring
 from ..reports import (
@@ -82,9 +81,10 @@ class Composition:
 
 
 def cost(c: Composition) -> Cost:
-    """Heavy where ``tight`` (asked for, or needed by ``best``) reads a tree that is not all Gaussian."""
+    """Heavy where an accountant the request asks for computes on the tree (:func:`~accountants.plan_accounting.
+    costly`: the PLD accountant on a tree it reads that is not all Gaussian)."""
     tree = c.read()
-    return Cost.CHEAP if c.accountant == "rdp" or gdp.is_gaussian(tree.event) else Cost.HEAVY
+    return Cost.HEAVY if costly(MechanismPlan(tree.event, c.neighbouring), c.accountant) else Cost.CHEAP
 
 
 def privacy(c: Composition) -> PrivacyReport:

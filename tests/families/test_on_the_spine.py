@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from accountants import registry
+from accountants.family import Cost, Operation
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
 
@@ -204,3 +205,22 @@ def test_a_calibrated_noise_is_answered_with_the_calibrations_epsilon(target, de
     calibrated = family.calibrate(params, target, delta, "tight")
     again = family.privacy(params | {"noise_multiplier": calibrated.noise_multiplier}, delta, "tight")
     assert again.epsilon == calibrated.epsilon <= target
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "params", "accountant", "heavy"),
+    [
+        ("dp-sgd", DP_SGD[0], "best", True),  # the PLD of Poisson-sampled Gaussians
+        ("dp-sgd", DP_SGD[0], "rdp", False),
+        ("dp-sgd", DP_SGD[1], "tight", False),  # full batches: exact Gaussian DP, a closed form
+        ("dp-sgd-last-iterate", LAST_ITERATE[0], "best", False),  # a zCDP release: no PLD reads it
+        ("dp-bilevel", BILEVEL[2], "tight", True),  # batches drawn without replacement
+        ("dp-bilevel", BILEVEL[2] | {"sampling": "with-replacement"}, "best", False),  # no accountant reads it
+        ("phased-output-perturbation", POP[0], "best", False),
+    ],
+)
+def test_heavy_exactly_where_a_numerical_accountant_reads_the_plan(algorithm, params, accountant, heavy):
+    """A request runs in a bounded process where an accountant it asks for computes (the PLD reading a tree that is
+    not all Gaussian); a closed form, or a tree no such accountant reads, is answered at once."""
+    family = registry.get(algorithm)
+    assert (family.cost(Operation.PRIVACY, params, accountant) is Cost.HEAVY) is heavy
