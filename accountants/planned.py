@@ -7,17 +7,21 @@ releases about one record as a :class:`~accountants.events.DpEvent` tree. The sp
 * ``tight``: :mod:`accountants.tight`, exact where the plan is a tree of Gaussian releases, the certified PLD
   accountant where it reads the tree; otherwise not applicable with the family's :meth:`PlannedFamily.unread_reason`;
 * ``best``: the smallest applicable answer (:func:`~accountants.reports.choose_accountant`);
-* calibration: :func:`~accountants.calibration.calibrate_rdp` over the knob for ``rdp``, the generic one-sided root
-  finder (GDP) or :func:`~accountants.pld.calibration.calibrate_pld` for ``tight``;
-* ε over training, where the family says how its run stops early (:meth:`PlannedFamily.checkpoints_of`).
+* calibration: :func:`~accountants.plan_accounting.calibrate_plan` over the knob, each accountant on its own (rdp
+  exactly where the curve is ρα, else by its order search; tight exactly for Gaussian trees, else the PLD search);
+  ``best`` takes the spine's accountants first, and a value outside the knob's accepted range is no answer;
+* ε over training, where the family says how its run stops early (:meth:`PlannedFamily.early_stops`);
+* the cost of a request (:func:`~accountants.plan_accounting.costly`).
 
 What only the family knows stays with it, as hooks with empty defaults: :meth:`plan`, :meth:`conventions` and
 :meth:`noise` (its wording and units), :meth:`method` (its words for an accountant's method on its plan),
-:meth:`extra_results` and :meth:`extra_calibrations` (rows shown beside the spine's: a paper's own claim or
-calibration, or an answer under another assumption; never chosen by ``best`` unless certified), :meth:`details`
-(warnings, the paper's bounds, the releases), :meth:`calibration_details` (utility at the calibrated knob, the
-paper's own calibration, advice), :meth:`utility`. A new algorithm is one such class decorated with
-:func:`~accountants.registry.register`.
+:meth:`unread_reason`, :meth:`curve_bounds`, :meth:`extra_results` and :meth:`extra_calibrations` (rows shown
+beside the spine's: a paper's own claim or calibration, or an answer under another assumption; never chosen by
+``best`` unless certified), :meth:`details` (warnings, the paper's bounds, the releases), :meth:`calibration_details`
+(utility at the calibrated knob, the paper's own calibration, advice), :meth:`check_target`,
+:meth:`calibrated_params`, :meth:`early_stops`, :meth:`utility`. Hooks read one :class:`Answered` record; where one
+needs the spine at other hyperparameters it asks :meth:`spine_answers` or :meth:`calibrated_by`, never an accountant.
+A new algorithm is one such class decorated with :func:`~accountants.registry.register`.
 """
 
 from __future__ import annotations
