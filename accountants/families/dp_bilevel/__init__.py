@@ -44,8 +44,8 @@ Algorithm 1/3 on a closed-form quadratic bilevel problem (:mod:`.problems`) or t
 (closed forms for L*_λ, F, Δ_F).
 
 Modules: ``params``, ``plan`` (the three mechanisms of an outer step), ``paper`` (the lemma chain and its budget
-splits), ``privacy`` (every accountant and its calibration), ``utility``, ``text`` (wording), ``family``, ``problems``
-(synthetic data), ``simulate``, ``card.toml``.
+splits), ``privacy`` (the run as events for the spine, the paper's chain as a row, the splits' calibration rows and
+notes), ``utility``, ``text`` (wording), ``family``, ``problems`` (synthetic data), ``simulate``, ``card.toml``.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ Batches, and the accountant for each:
 Steps: ``steps`` as given, or from ``epochs`` as ceil(E·n/b) (TF-Privacy's rule, the conservative one; opacus uses
 floor: set ``epoch_rounding="floor"``), computed in exact decimal arithmetic.
 
-Modules: ``params`` (parameters, step rule), ``privacy`` (the event, RDP and the PLD with their calibrations), ``text``
-(wording), ``family``, ``simulate`` (logistic regression and a gradient-canary audit), ``card.toml``.
+Modules: ``params`` (parameters, step rule), ``privacy`` (the event tree of the steps, the Poisson-assumed row),
+``text`` (wording), ``family``, ``simulate`` (logistic regression and a gradient-canary audit), ``card.toml``.
 """
 
 from __future__ import annotations

@@ -43,9 +43,10 @@ assumption. Not used: Algorithm 3's x and y come from one solver run whose error
 weighted norm μ_x‖·‖² + μ_y‖·‖², which would make (x̃, ỹ) a single Gaussian with μ = 1/z instead of the composition's
 √2/z; we compose, the conservative choice.
 
-Modules: ``params``, ``plan`` (phases, blocks and releases), ``privacy`` (the accountants), ``calibration`` (every
-accountant's noise for a target, the paper's printed calibration, the recommendations), ``utility`` (the theorems and
-their proofs' exact sums), ``text`` (wording), ``family``, ``simulate`` (E1–E5 with audits), ``card.toml``.
+Modules: ``params``, ``plan`` (phases, blocks and releases), ``privacy`` (the paper's statement as a row, the
+solver's failure δ), ``calibration`` (the paper's printed noise for a target as a row and beside the tight one, the
+recommendations), ``utility`` (the theorems and their proofs' exact sums), ``text`` (wording), ``family``,
+``simulate`` (E1–E5 with audits), ``card.toml``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Calibration of phased output perturbation (Zhang, Thekumparampil, Oh & He 2022): every accountant's noise multiplier
-for the target, the paper's printed calibration with what the tight accountant certifies for it, and the hyperparameters
-recommended."""
+"""Calibration of phased output perturbation (Zhang, Thekumparampil, Oh & He 2022) beside the spine's: the paper's
+printed noise multiplier for the target (a row, in its regime), its calibration with what the tight accountant
+certifies for it, and the hyperparameters recommended."""
 
 from __future__ import annotations
 
