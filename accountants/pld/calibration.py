@@ -11,7 +11,9 @@ evaluations:
 Between them a safeguarded secant on (log σ, log ε) — ε(σ) is smooth and close to a power of σ — moves from the
 starting noise (typically the RDP calibration, which is above the tight one) to the crossing in a few evaluations,
 each starting from the previous answer's grid and window (:meth:`PldAccountant.epsilon`'s ``near``). A bracket that
-the secant leaves is bisected (in log σ), so the search cannot stall.
+the secant leaves is bisected (in log σ), so the search cannot stall. Where no finite ε is certified (at small σ, when
+the error allowance exceeds δ) the search moves to more noise until a feasible one is known; after that, such a σ is
+one more infeasible end of the bracket.
 """
 
 from __future__ import annotations
@@ -122,9 +124,10 @@ def calibrate_pld(
                 f"target_epsilon={target:g} is met even at {parameter}={math.exp(x):.4g}, the bottom of the search "
                 "range: the target does not constrain the noise (check δ and the other parameters)"
             )
-        if not math.isfinite(eps):  # nothing certified: more noise, by growing factors
+        if not math.isfinite(eps) and search.bracket(target)[1] is None:  # nothing certified yet: more noise
             x, growth = min(x + growth, high_end), growth * 2.0
             continue
+        # (an infinite ε below a feasible noise is one more infeasible end: the bracket's secant or bisection goes on)
         if eps <= 0.0 and search.bracket(target)[0] is None:  # ε = 0 certified, no infeasible noise yet: less noise
             x, growth = max(x - growth, low_end), growth * 2.0
             continue

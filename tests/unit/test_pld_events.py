@@ -221,6 +221,24 @@ def test_calibration_certifies_the_target_and_1e4_less_noise_does_not():
         assert noise > 0 and at <= target < below, (config, noise, at, below)
 
 
+@pytest.mark.slow
+def test_calibration_bisects_to_where_no_epsilon_is_certified():
+    """Below some σ the PLD certifies no finite ε (its error allowance exceeds δ): with a feasible σ known, an
+    infinite answer is one more infeasible end, so the search bisects to that edge instead of probing far above
+    (MNIST's q over two epochs at a target the certified ε never reaches: it jumps from ~7,700 to ∞)."""
+    from accountants.errors import ParameterError
+
+    accountant = PldAccountant()
+
+    def event_at(z: float):
+        return SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(z)), 469)
+
+    found = calibrate_pld(event_at, accountant, 1e-5, 9999.0, initial=0.0357)
+    assert found.answer.value <= 9999.0 and found.evaluations <= 20  # 26 when ∞ sent the search far above
+    with pytest.raises(ParameterError):  # just below: no finite ε is certified
+        accountant.epsilon(event_at(found.noise * (1 - 2e-4)), 1e-5)
+
+
 def test_calibration_says_when_no_noise_certifies_the_target():
     from accountants.errors import CalibrationError
 
