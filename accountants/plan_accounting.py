@@ -220,9 +220,14 @@ def calibrate_plan(
             others.append(_not_applicable(other.name, str(error), family_reason))
     results = (rdp, *others)
     if accountant == "best" and not any(r.applicable for r in results):
-        reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
-        raise CalibrationError(f"no accountant meets the target: {reasons}")
+        raise none_meets_the_target(results)
     return results
+
+
+def none_meets_the_target(results: Sequence[AccountantResult]) -> CalibrationError:
+    """The error of a calibration no accountant answers: each one's reason."""
+    reasons = "; ".join(f"{r.name}: {r.reason}" for r in results)
+    return CalibrationError(f"no accountant meets the target: {reasons}")
 
 
 def _calibrate_rdp(
@@ -248,7 +253,7 @@ def _calibrate_rdp(
         bounded = (
             accountant.envelope(reference.event) is not None or accountant.pure_epsilon(reference.event) is not None
         )
-        exact = _linear_inverse(accountant, plan_at, accounted, target, orders) if bounded else None
+        exact = _linear_inverse(accountant, reference.event, plan_at, (accounted, target), orders) if bounded else None
         if exact is not None:
             noise, conversion = exact
         elif bounded:
@@ -270,13 +275,19 @@ def _calibrate_rdp(
 
 
 def _linear_inverse(
-    accountant: RdpAccountant, plan_at: PlanAt, accounted: float, target: float, orders: np.ndarray | None
+    accountant: RdpAccountant,
+    one: DpEvent,
+    plan_at: PlanAt,
+    goal: tuple[float, float],
+    orders: np.ndarray | None,
 ) -> tuple[float, Conversion] | None:
     """The exact smallest noise, and its conversion, where the plan's Rényi curve is exactly ρα (every leaf a
     Gaussian or a zCDP release without ξ, none pure) with ρ·noise² the same at noise 1 and 2 (the knob scales every
     release): :func:`~accountants.conversions.noise_for_linear_rdp` of the coefficient ρ(1), whose conversion is the
-    accountant's own (its zCDP route, exact over real orders). None otherwise, or outside the calibrator's range."""
-    one, two = plan_at(1.0).event, plan_at(2.0).event
+    accountant's own (its zCDP route, exact over real orders); ``one``: the tree at noise 1, ``goal``: (δ, target ε).
+    None otherwise, or outside the calibrator's range."""
+    accounted, target = goal
+    two = plan_at(2.0).event
     at_one, at_two = accountant.envelope(one), accountant.envelope(two)
     if at_one is None or at_two is None or accountant.pure_epsilon(one) is not None:
         return None

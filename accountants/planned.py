@@ -39,7 +39,14 @@ from .errors import CalibrationError, ParameterError
 from .events import DpEvent, prefix
 from .family import AlgorithmFamily, CalibrationQuery, Cost, Operation, P, PrivacyQuery
 from .params import ParamsModel
-from .plan_accounting import account_plan, calibrate_plan, costly, plan_accountants, spine_accountants
+from .plan_accounting import (
+    account_plan,
+    calibrate_plan,
+    costly,
+    none_meets_the_target,
+    plan_accountants,
+    spine_accountants,
+)
 from .plans import NOISE_MULTIPLIER, Knob, MechanismPlan
 from .reports import (
     AccountantResult,
@@ -313,9 +320,7 @@ class PlannedFamily(AlgorithmFamily[P]):
         calibrated = self._worded(tuple(on_knob), p, reference)
         results = (*calibrated, *self.extra_calibrations(p, target, d, calibrated))
         if query.accountant == "best" and not any(r.counts_for_best for r in results):
-            raise CalibrationError(
-                "no accountant meets the target: " + "; ".join(f"{r.name}: {r.reason}" for r in results)
-            )
+            raise none_meets_the_target(results)
         # best calibrates with the spine's accountants; a family's own row only where none of them can
         spine_met = any(r.counts_for_best for r in calibrated)
         chosen = choose_accountant(

@@ -89,8 +89,10 @@ class NoisyViFamily(PlannedFamily[S]):
         return p.releases().plan(1.0 if z is None else z)
 
     def knob_value(self, params: S) -> float | None:
-        """noise_multiplier, or noise_std over the method's sensitivity."""
-        if params.noise_multiplier is None and params.noise_std is None:
+        """noise_multiplier, or noise_std over the method's sensitivity (which only the method's wording resolves)."""
+        if params.noise_multiplier is not None:
+            return params.noise_multiplier
+        if params.noise_std is None:
             return None
         return self.wording(params).noise_multiplier
 

@@ -101,7 +101,9 @@ class PhasedOutputPerturbation(PlannedFamily[PhasedOutputPerturbationParams]):
         assert answered.target is not None  # a calibration's
         target, delta = answered.target, answered.delta
         aim = Target(at, target, delta)
-        tight = self.calibrated_by("tight", at, target, delta)
+        tight = answered.row("tight")  # computed where the request asked for it; else on its own
+        if tight is None or not tight.applicable:
+            tight = self.calibrated_by("tight", at, target, delta)
         z_tight = tight.calibrated_value if tight.calibrated_value is not None else at.given_noise_multiplier
         mech = mechanism(at, at.given_noise_multiplier)
         utility = UtilityReport(self.id, utility_bounds(at, mech, delta), None, applied(at, mech))
