@@ -159,8 +159,10 @@ def tight_calibration(
     """(noise, result): the smallest noise (on the knob's noise scale) whose tight ε meets ``target``.
 
     All-Gaussian trees: exact (the generic root finder on GDP). Otherwise :func:`~accountants.pld.calibration.
-    calibrate_pld`: the noise certifies the target and the noise × (1 − 1e-4) does not. ``initial`` is a nearby
-    noise (the RDP calibration). Raises :class:`CalibrationError` with the reason when the target cannot be met."""
+    calibrate_pld`: the noise certifies the target and the noise × (1 − 1e-4) does not; the result is then the one a
+    privacy request gives at that noise (:func:`_as_answered`, the noise moved up by 1e-4 where that answer is above
+    the target). ``initial`` is a nearby noise (the RDP calibration). Raises :class:`CalibrationError` with the reason
+    when the target cannot be met."""
     if gdp.is_gaussian(event_at(initial)):
         noise = _gaussian_inverse(event_at, delta, target, initial)
         if noise is None:
