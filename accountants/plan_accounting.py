@@ -35,7 +35,7 @@ from .tight import tight_calibration, tight_epsilon, tight_epsilons, tight_is_co
 RDP_METHOD = "Rényi curve of the mechanism plan (generic RDP accountant), improved conversion (Balle et al. 2020)"
 
 PlanAt = Callable[[float], MechanismPlan]
-"""Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.as_noise`)."""
+"""Plans indexed by the knob on its noise scale (larger is more private, :meth:`Knob.from_noise`)."""
 
 EventCalibration = Callable[
     [Callable[[float], DpEvent], Neighbouring, float, float, float, str], tuple[float, AccountantResult]

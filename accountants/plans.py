@@ -34,11 +34,9 @@ class Knob:
     def accepts(self, value: float) -> bool:
         return self.accepted is None or self.accepted[0] <= value <= self.accepted[1]
 
-    def as_noise(self, value: float) -> float:
-        """The knob on a scale where larger is more private (what the generic calibrator searches)."""
-        return value if self.larger_is_more_private else 1.0 / value
-
     def from_noise(self, noise: float) -> float:
+        """The knob's value at ``noise`` on the scale the generic calibrator searches, where larger is more private
+        (the value itself, or its reciprocal for a knob where smaller is more private)."""
         return noise if self.larger_is_more_private else 1.0 / noise
 
 
