@@ -5,6 +5,10 @@ plan (:func:`~accountants.plan_accounting.account_plan`): ``rdp`` on the tree, `
 trees, the certified PLD accountant where it reads the tree), ``best`` the smaller. :func:`calibrate` moves one
 number of the tree, named by a JSON Pointer: the smallest noise, or the largest count, rate or ε, meeting a target
 (:data:`~accountants.knobs.KNOBS`).
+
+``paper`` is not an accountant of event trees but an algorithm's own statement (its paper's theorem): a composition
+answers it where the tree is one ``algorithm`` node whose family has one, and then answers exactly as the family
+does (``/v1/privacy``, ``/v1/calibrate`` on one of the family's knobs); any other tree is refused with the reason.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..events import (
     leaves,
     prefix,
 )
-from ..family import Cost
+from ..family import AlgorithmFamily, Cost, Operation
 from ..knobs import KNOBS, KnobRule, calibrate_integer
 from ..plan_accounting import PLAN_ACCOUNTANTS, account_plan, calibrate_plan, costly, spine_accountants
 from ..plans import Knob, MechanismPlan
@@ -44,7 +48,13 @@ from .pointer import number_at, tokens, with_number
 
 COMPOSE = "compose"
 """The ``algorithm`` of a composition's answer."""
-ACCOUNTANTS = ("best", *PLAN_ACCOUNTANTS)
+PAPER = "paper"
+"""An algorithm's own statement, answered for a tree that is one algorithm node (its family's answer)."""
+ACCOUNTANTS = ("best", *PLAN_ACCOUNTANTS, PAPER)
+PAPER_TREE_RULE = (
+    "paper is an algorithm's own statement, not an accountant of event trees: the mechanism must be one algorithm "
+    "node (type: algorithm) whose family has a paper statement"
+)
 NOISE_DEFINITION = (
     "each node's noise_multiplier is its noise over its sensitivity under the neighbouring relation in force: the "
     "Gaussian's std over the L2 sensitivity, the Laplace scale over the L1 sensitivity; inside poisson-sampled, over "
@@ -80,9 +90,12 @@ class Composition:
         return None if self.orders is None else np.array(self.orders, dtype=float)
 
 
-def cost(c: Composition) -> Cost:
+def cost(c: Composition, operation: Operation = Operation.PRIVACY) -> Cost:
     """Heavy where an accountant the request asks for computes on the tree (:func:`~accountants.plan_accounting.
-    costly`: the PLD accountant on a tree it reads that is not all Gaussian)."""
+    costly`: the PLD accountant on a tree it reads that is not all Gaussian); for ``paper``, the family's cost."""
+    if c.accountant == PAPER:
+        family, params = _paper_node(c)
+        return family.cost(operation, params, PAPER)
     tree = c.read()
     return Cost.HEAVY if costly(MechanismPlan(tree.event, c.neighbouring), c.accountant) else Cost.CHEAP
 
@@ -90,7 +103,24 @@ def cost(c: Composition) -> Cost:
 def privacy(c: Composition) -> PrivacyReport:
     """ε at δ of the composition from every accountant, with the checkpoints and the statement where asked for."""
     _check_accountant(c.accountant)
+    if c.accountant == PAPER:
+        family, params = _paper_node(c)
+        return family.privacy(params, c.delta, PAPER, c.orders, c.refine, c.checkpoints, c.statement)
     return _answer(c, c.read())
+
+
+def _paper_node(c: Composition) -> tuple[AlgorithmFamily[Any], dict[str, Any]]:
+    """The family and parameters of the one algorithm node that is the whole tree, where ``paper`` is asked (the
+    tree read first, so its own errors come first; a family without a paper statement refuses it with its reason)."""
+    from ..registry import get  # the registry imports every family
+
+    tree = c.read()
+    if not (isinstance(c.mechanism, dict) and c.mechanism.get("type") == "algorithm"):
+        raise ParameterError.single("accountant", PAPER_TREE_RULE, "best, rdp or tight for this tree", PAPER)
+    (node,) = tree.algorithms
+    family = get(node.algorithm)
+    family.check_accountant(PAPER)
+    return family, dict(node.params)
 
 
 def _answer(c: Composition, tree: Tree) -> PrivacyReport:
@@ -163,7 +193,7 @@ def _warnings(tree: Tree) -> list[str]:
 
 
 def _check_accountant(accountant: str) -> None:
-    names = spine_accountants()
+    names = (*spine_accountants(), PAPER)
     if accountant not in names:
         raise ParameterError.single("accountant", "unknown for a composition", "one of: " + ", ".join(names))
 
@@ -180,6 +210,8 @@ def calibrate(
     if not (isinstance(target_epsilon, int | float) and 0 < target_epsilon < math.inf):
         raise ParameterError.single("target_epsilon", "must be > 0 and finite", "> 0", target_epsilon)
     number_at(c.mechanism, pointer)
+    if c.accountant == PAPER:
+        return _paper_calibration(c, target_epsilon, pointer, bounds)
     name = tokens(pointer)[-1]
     rule = KNOBS.get(name)
     if rule is None:
@@ -191,6 +223,27 @@ def calibrate(
     if rule.integer:
         return _integer(c, target_epsilon, pointer, rule, low, high)
     return _continuous(c, target_epsilon, pointer, rule, low, high)
+
+
+def _paper_calibration(
+    c: Composition, target: float, pointer: str, bounds: Sequence[float] | None
+) -> CalibrationReport:
+    """The family's own calibration of the knob at ``pointer`` (``/params/<knob>``), as ``/v1/calibrate`` answers it."""
+    family, params = _paper_node(c)
+    knobs = (family.calibrated_parameter, *family.integer_knobs)
+    path = tokens(pointer)
+    if len(path) != 2 or path[0] != "params" or path[1] not in knobs:
+        allowed = "a pointer to one of: " + ", ".join(f"/params/{k}" for k in knobs)
+        raise ParameterError.single("calibrate", f"a paper calibration moves one of {family.id}'s knobs", allowed)
+    if bounds is not None:
+        raise ParameterError.single("bounds", "a paper calibration searches its family's own range", "left out")
+    if c.checkpoints is not None:
+        raise ParameterError.single("checkpoints", "a paper calibration answers the whole run only", "left out")
+    field = path[1]
+    noise = field == family.calibrated_parameter
+    given = {k: v for k, v in params.items() if not (noise and k in {*family.noise_fields, field})}
+    report = family.calibrate(given, target, c.delta, PAPER, c.orders, None if noise else field, statement=c.statement)
+    return replace(report, calibrated_parameter=pointer)
 
 
 def _range(rule: KnobRule, bounds: Sequence[float] | None) -> tuple[float, float]:

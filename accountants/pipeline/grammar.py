@@ -79,13 +79,15 @@ def node_syntax() -> dict[str, Syntax]:
 
 @dataclass(frozen=True)
 class AlgorithmNode:
-    """An ``algorithm`` node as read: where it is, the family, its plan's description and δ spent outside it."""
+    """An ``algorithm`` node as read: where it is, the family, its plan's description, δ spent outside it, and the
+    parameters the family was given (the composition's relation added where the family has one and none was named)."""
 
     path: Path
     algorithm: str
     releases: int
     reserved_delta: float
     description: str
+    params: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ class _Reader:
             )
         self.reserved_delta += multiplicity * plan.reserved_delta
         releases = release_count(plan.event)
-        self.algorithms.append(AlgorithmNode(path, family.id, releases, plan.reserved_delta, plan.description))
+        self.algorithms.append(AlgorithmNode(path, family.id, releases, plan.reserved_delta, plan.description, given))
         return plan.event
 
 

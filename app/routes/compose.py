@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from accountants.family import Operation
 from accountants.pipeline import compose as composition
 
 from ..deps import ComputeDep
@@ -60,7 +61,7 @@ async def compose_calibrate(request: Request, compute: ComputeDep, body: Compose
         request,
         "compose/calibrate",
         body,
-        lambda: composition.cost(c),
+        lambda: composition.cost(c, Operation.CALIBRATE),
         composition.calibrate,
         (c, body.target_epsilon, body.calibrate, body.bounds),
     )

@@ -15,7 +15,7 @@ from .requests import PRIVACY_FIELDS, STATEMENT_FIELD, Checkpoints, Orders
 
 if TYPE_CHECKING:
     ComposeAccountant = str
-else:  # the accountants of a composition, from the library's one list (best and the plan accountants)
+else:  # the accountants of a composition, from the library's one list (best, the plan accountants, paper)
     ComposeAccountant = Literal[ACCOUNTANTS]
 
 _EVENT_REF = {"type": "object", "description": "An event (this same grammar, nested)."}
@@ -93,7 +93,9 @@ class ComposeRequest(Strict):
     accountant: ComposeAccountant = Field(
         "best",
         description="best (the smaller certified answer; default), rdp (Rényi curve, improved conversion), tight "
-        "(exact Gaussian DP for trees of Gaussians, else the certified PLD accountant where it reads the tree).",
+        "(exact Gaussian DP for trees of Gaussians, else the certified PLD accountant where it reads the tree), "
+        "paper (an algorithm's own statement: only for a mechanism that is one algorithm node whose family has one; "
+        "the answer is the family's, as /v1/privacy and /v1/calibrate give it).",
         examples=["best"],
     )
     neighbouring: Literal["add-remove", "replace-one"] = Field(

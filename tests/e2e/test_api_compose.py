@@ -6,6 +6,8 @@ import pytest
 
 from accountants import registry
 
+from ..support.params import NSEG_BILINEAR
+
 DELTA = 1e-5
 MNIST = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "noise_multiplier": 1.1}
 
@@ -19,7 +21,8 @@ def test_an_algorithm_node_gives_the_family_answer(http, algorithm):
     family = registry.get(algorithm)
     relation = family.plan(family.example, DELTA).neighbouring
     node = {"type": "algorithm", "algorithm": algorithm, "params": dict(family.example)}
-    for accountant in ("rdp", "best") if algorithm == "dp-sgd" else ("rdp",):
+    accountants = ("rdp", "best") if algorithm == "dp-sgd" else ("rdp",)
+    for accountant in (*accountants, "paper") if "paper" in family.accountants else accountants:
         own = http.post(
             "/v1/privacy",
             json={"algorithm": algorithm, "params": dict(family.example), "delta": DELTA, "accountant": accountant},
@@ -27,9 +30,32 @@ def test_an_algorithm_node_gives_the_family_answer(http, algorithm):
         composed = http.post(
             "/v1/compose", json={"mechanism": node, "delta": DELTA, "accountant": accountant, "neighbouring": relation}
         )
+        if accountant == "paper":  # the family's own statement, answered by the family (or refused, its reason)
+            assert composed.status_code == own.status_code, composed.text
+            assert {**composed.json(), "instance": None} == {**own.json(), "instance": None}
+            continue
         assert own.status_code == composed.status_code == 200, composed.text
         # a family may convert a curve linear in α exactly (the composition refines on the grid: within 1e-7)
         assert composed.json()["epsilon"] == pytest.approx(own.json()["epsilon"], rel=1e-7)
+
+
+def test_paper_calibration_of_an_algorithm_node_is_the_familys(http):
+    params = NSEG_BILINEAR | {"dataset_size": 4000, "batch_size": 20}
+    own = http.post(
+        "/v1/calibrate",
+        json={"algorithm": "nseg", "params": params, "target_epsilon": 1.0, "delta": DELTA, "accountant": "paper"},
+    )
+    node = {"type": "algorithm", "algorithm": "nseg", "params": params | {"noise_multiplier": 1.0}}
+    body = {"mechanism": node, "delta": DELTA, "accountant": "paper", "neighbouring": "replace-one"}
+    composed = http.post(
+        "/v1/compose/calibrate", json=body | {"target_epsilon": 1.0, "calibrate": "/params/noise_multiplier"}
+    )
+    assert own.status_code == composed.status_code == 200, composed.text
+    assert composed.json()["calibrated_value"] == own.json()["calibrated_value"]
+    assert composed.json()["calibrated_parameter"] == "/params/noise_multiplier"
+    twice = {"type": "repeated", "count": 2, "mechanism": node}
+    refused = http.post("/v1/compose", json=body | {"mechanism": twice})
+    assert refused.status_code == 422 and refused.json()["errors"][0]["loc"] == ["accountant"], refused.text
 
 
 def test_every_family_has_a_plan_the_last_iterate_as_one_zcdp_release(http):

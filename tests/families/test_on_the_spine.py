@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from accountants import registry
+from accountants.errors import ParameterError, UnsupportedAccountantError
 from accountants.family import Cost, Operation
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.planned import PlannedFamily
@@ -87,6 +88,40 @@ BILEVEL = [
     | {"steps": 10, "inner_steps": 100, "noise_multiplier": 3.0, "inner_noise_multiplier": 100.0},
     BILEVEL_REFERENCE | {"dataset_size": 10000, "steps": 5, "inner_steps": 50, "noise_multiplier": 10.0},
 ]
+PAPER = {  # configurations where the family's own statement applies (its conditions hold), five per family
+    "dp-bilevel": [
+        BILEVEL_REFERENCE | {"noise_multiplier": 400.0},
+        BILEVEL_REFERENCE | {"steps": 100, "noise_multiplier": 3000.0, "inner_noise_multiplier": 5e5},
+        BILEVEL[2] | {"noise_multiplier": 50.0},
+        BILEVEL[3] | {"noise_multiplier": 30.0, "inner_noise_multiplier": 1e4},
+        BILEVEL[4] | {"noise_multiplier": 300.0},
+    ],
+    "phased-output-perturbation": [
+        params | {"noise_multiplier": z}
+        for params, z in zip(POP_TEST_VECTORS.values(), (8.0, 9.0, 12.0, 6.0, 12.0), strict=True)
+    ],
+    "private-mirror-descent": [*MIRROR[:4], MIRROR[4] | {"stepsize": 0.002}],
+    "nseg": [
+        *(params for algorithm, params in NOISY_VI if algorithm == "nseg"),
+        NSEG_BILINEAR | {"dataset_size": 2000, "batch_size": 10, "noise_multiplier": 6.0},
+        NSEG_BILINEAR
+        | {"dataset_size": 800, "batch_size": 8, "passes": "multi", "steps": 150, "noise_multiplier": 8.0},
+    ],
+    "nispp": [
+        *(params for algorithm, params in NOISY_VI if algorithm == "nispp"),
+        NSEG_BILINEAR | {"dataset_size": 3000, "batch_size": 30, "noise_multiplier": 1.5},
+        NSEG_BILINEAR
+        | {
+            "dataset_size": 500,
+            "batch_size": 5,
+            "passes": "multi",
+            "sampling": "uniform",
+            "steps": 200,
+            "noise_multiplier": 6.0,
+        },
+        NSEG_BILINEAR | {"dataset_size": 1000, "batch_size": 10, "passes": "multi", "noise_multiplier": 6.0},
+    ],
+}
 TOY = [{"releases": k, "clip_norm": 1.0, "noise_multiplier": z} for k, z in ((1, 1.0), (10, 2.0), (500, 9.0))]
 
 
@@ -190,6 +225,27 @@ def test_dp_bilevel_is_its_composition(params, accountant):
     family = registry.get("dp-bilevel")
     _same_privacy(family, params, accountant)
     _same_calibration(family, params, accountant, 1.0)
+
+
+@pytest.mark.parametrize(("algorithm", "params"), [(a, p) for a, configs in PAPER.items() for p in configs])
+def test_the_papers_statement_is_its_composition(algorithm, params):
+    """``paper`` is an algorithm's own statement, not an accountant of trees: a composition that is one algorithm node
+    answers it as the family does (privacy, and calibration of the family's knob)."""
+    family = registry.get(algorithm)
+    assert family.privacy(params, DELTA, "paper").accountant == "paper"  # its conditions hold here
+    _same_privacy(family, params, "paper")
+    _same_calibration(family, params, "paper", 1.0)
+
+
+def test_paper_is_refused_for_any_other_tree():
+    """Inside a sequence (or for a family without a paper statement) the request gets 4xx with the reason."""
+    node = _node("nseg", PAPER["nseg"][0])
+    with pytest.raises(ParameterError, match="must be one algorithm node"):
+        privacy(Composition({"type": "sequence", "mechanisms": [node, node]}, DELTA, "paper", "replace-one"))
+    with pytest.raises(UnsupportedAccountantError, match="paper"):
+        privacy(Composition(_node("dp-sgd", DP_SGD[0]), DELTA, "paper"))
+    with pytest.raises(ParameterError, match="calibrate: a paper calibration moves one of nseg's knobs"):
+        calibrate(Composition(node, DELTA, "paper", "replace-one"), 1.0, "/params/dataset_size")
 
 
 @pytest.mark.parametrize(
