@@ -111,6 +111,8 @@ class CalibrationDetails:
     warnings: Sequence[str] = ()
     utility_reason: str | None = None
     """Why there are no utility bounds at the calibrated knob (default: the family's :attr:`utility_reason`)."""
+    paper_reason: str | None = None
+    """Why there is no paper calibration for this target (default: the family's :attr:`paper_reason`)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +298,9 @@ class PlannedFamily(AlgorithmFamily[P]):
             utility=added.utility,
             utility_reason=added.utility_reason if added.utility else self._utility_reason(added),
             paper=added.paper,
-            paper_reason=None if added.paper else self.paper_reason or f"{self.id} has no paper calibration of its own",
+            paper_reason=None
+            if added.paper
+            else added.paper_reason or self.paper_reason or f"{self.id} has no paper calibration of its own",
             recommended=added.recommended,
         )
 

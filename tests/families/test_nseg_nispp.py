@@ -10,6 +10,7 @@ from scipy import integrate, optimize
 from scipy.special import gammaln, logsumexp
 from scipy.stats import norm
 
+from accountants import registry
 from accountants.errors import ParameterError
 from accountants.events import GaussianEvent, PoissonSampledEvent
 from accountants.families.nseg_nispp.nispp import Nispp, NisppParams, inner_iterations
@@ -584,3 +585,14 @@ def test_tight_calibration_round_trips_for_several_passes(target, delta):
     # 1e-4 a step to meet it as answered)
     smaller = NSEG.privacy(params | {"noise_multiplier": calibrated.noise_multiplier * (1 - 3e-4)}, delta)
     assert smaller.epsilon > target * (1 - 1e-9) or calibrated.epsilon < target * 0.999
+
+
+@pytest.mark.parametrize("algorithm", ["nseg", "nispp"])
+def test_a_target_the_papers_multiplier_cannot_reach_is_answered_by_the_accountants(algorithm):
+    """At δ = 0.3 a target near the smallest float is met (tight certifies ε = 0 at finite noise); the paper's own
+    multiplier (√(2 ln(1/δ))/ε) overflows: its row and calibration are absent with that reason, not the answer."""
+    report = registry.get(algorithm).calibrate(NSEG_BILINEAR | {"dataset_size": 4000, "batch_size": 20}, 1e-320, 0.3)
+    assert report.accountant == "tight" and report.epsilon == 0.0 and 0.0 < report.calibrated_value < 10.0
+    paper = next(r for r in report.accountants if r.name == "paper")
+    assert not paper.applicable and "overflows" in (paper.reason or "")
+    assert report.paper is None and "overflows" in (report.paper_reason or "")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ...errors import CalibrationError
 from ...family import Card
 from ...params import ParamsModel
 from ...plan_accounting import asks
@@ -142,13 +143,16 @@ class NoisyViFamily(PlannedFamily[S]):
         target, delta = answered.target, answered.delta
         z = self.wording(at).noise_multiplier
         statement = self.paper(at)
-        z_paper = statement.multiplier(target, delta)
+        utility = self.calibrated_utility(at, z, target, delta)
+        shown = {(r.name, r.value) for r in utility.applied}
+        advice = tuple(r for r in self.advice(at, target, delta) if (r.name, r.value) not in shown)
+        try:
+            z_paper = statement.multiplier(target, delta)
+        except CalibrationError as error:  # the paper's multiplier is not a float: no paper calibration to show
+            return CalibrationDetails(utility.report, None, utility.applied + advice, (), paper_reason=str(error))
         rigorous = [r for r in answered.results if r.counts_for_best and r.calibrated_value is not None]
         smallest = min((r.calibrated_value for r in rigorous if r.calibrated_value), default=None)
         request = "best" if asks(answered.accountant, "tight") else "rdp"
         at_paper = self.spine_answers(at.model_copy(update={"noise_multiplier": z_paper}), delta, request)
         paper = paper_calibration(statement, target, z_paper, tuple(at_paper.values()), smallest)
-        utility = self.calibrated_utility(at, z, target, delta)
-        shown = {(r.name, r.value) for r in utility.applied}
-        advice = tuple(r for r in self.advice(at, target, delta) if (r.name, r.value) not in shown)
         return CalibrationDetails(utility.report, paper, utility.applied + advice, tuple(under_noised(paper, target)))

@@ -279,7 +279,7 @@ def _advice(p: NsegParams, epsilon: float, delta: float) -> list[Recommendation]
     n, d = p.dataset_size, p.dimension
     ln = -math.log(delta)
     if p.passes == "single":
-        b = max(1, min(int(math.sqrt(d * ln) / epsilon), n // 2))
+        b = max(1, int(min(math.sqrt(d * ln) / epsilon, n // 2)))  # a tiny ε: ⌊n/2⌋ (the quotient may be ∞)
         return [
             Recommendation(
                 "batch_size", b, "B = max{1, min{⌊√(d ln(1/δ))/ε⌋, ⌊n/2⌋}} (Corollary 1, integerised)", False

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...conversions import epsilon_from_rdp
+from ...errors import CalibrationError
 from ...reports import AccountantResult, Assumption, BoundResult, Guarantee, PaperCalibration
 from .releases import NoisyReleases, PaperStatement, RdpBound
 
@@ -45,8 +46,12 @@ def paper_row(paper: PaperStatement, z: float, delta: float, rows: Sequence[Acco
 def paper_calibration_row(
     paper: PaperStatement, target: float, delta: float, calibrations: Sequence[AccountantResult]
 ) -> AccountantResult:
-    """The paper's multiplier for the target, valid where it is at least the smallest rigorous one."""
-    z = paper.multiplier(target, delta)
+    """The paper's multiplier for the target, valid where it is at least the smallest rigorous one (not applicable
+    where the paper's multiplier is not a float, e.g. a target near the smallest float)."""
+    try:
+        z = paper.multiplier(target, delta)
+    except CalibrationError as error:
+        return AccountantResult.not_applicable("paper", str(error))
     found = [r.calibrated_value for r in calibrations if r.counts_for_best and r.calibrated_value is not None]
     valid = bool(found) and z >= min(found) * (1.0 - RELATIVE_SLACK)
     state = "meets the target by the rigorous accountants" if valid else "does NOT meet the target rigorously"
