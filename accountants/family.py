@@ -345,9 +345,7 @@ class AlgorithmFamily(ABC, Generic[P]):
         if field not in self.integer_knobs:
             allowed = "one of: " + ", ".join((self.calibrated_parameter, *self.integer_knobs))
             raise ParameterError.single("calibrate", f"{self.id} cannot calibrate {field!r}", allowed, field)
-        given = dict(params.model_dump() if isinstance(params, ParamsModel) else params)
-        if given.get(field) is None:  # the knob is what is asked for: a placeholder until the search sets it
-            given = given | dict.fromkeys(self.integer_knobs[field]) | {field: 1}
+        given = self.knob_placeholder(params.model_dump() if isinstance(params, ParamsModel) else params, field)
         base = self.parse(given).model_dump()
         target = check.positive("target_epsilon", target_epsilon)
         self.check_accountant(accountant)
@@ -365,6 +363,15 @@ class AlgorithmFamily(ABC, Generic[P]):
         beyond = found.shown_beyond(report.accountant)
         reason = f"the calibration of {field} reports the privacy answer at it (utility: POST /v1/utility)"
         return calibration_of(report, target, field, found.value, beyond=beyond, reason=reason)
+
+    def knob_placeholder(self, params: Mapping[str, Any], field: str) -> dict[str, Any]:
+        """``params`` as a calibration of the integer knob ``field`` reads them: where the knob is left out (it is
+        what is asked for), a placeholder 1 with the fields it excludes cleared (e.g. ``steps`` for ``epochs``); the
+        search replaces it. Unchanged for any other field."""
+        given = dict(params)
+        if field in self.integer_knobs and given.get(field) is None:
+            given = given | dict.fromkeys(self.integer_knobs[field]) | {field: 1}
+        return given
 
     @property
     def offers_checkpoints(self) -> bool:

@@ -3,6 +3,8 @@
     dpcal serve [--workers N]                     start the service (DPCAL_HOST, DPCAL_PORT, DPCAL_WORKERS)
     dpcal algorithms [ID]                         list the algorithms, or describe one
     dpcal calibrate dp-sgd -p dataset_size=60000 -p batch_size=256 -p epochs=60 --target-epsilon 3 --delta 1e-5
+    dpcal calibrate dp-sgd -p dataset_size=60000 -p batch_size=256 -p noise_multiplier=1.1 --calibrate epochs \
+        --target-epsilon 3 --delta 1e-5           the most epochs at this noise (or steps, batch_size)
     dpcal privacy dp-sgd --params '{"dataset_size": 60000, "batch_size": 256, "steps": 14063, "noise_multiplier": 1}' \
         --delta 1e-5
     dpcal utility ALGORITHM -p ...
@@ -127,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
         hyperparameters(command)
         if name == "calibrate":
             command.add_argument("--target-epsilon", type=float, required=True)
+            command.add_argument(
+                "--calibrate",
+                metavar="KNOB",
+                help="calibrate this integer knob (dp-sgd: epochs, steps, batch_size; leave it out of -p) at the noise "
+                "given, instead of the noise",
+            )
         if name != "utility":
             command.add_argument("--delta", type=float, required=True)
             command.add_argument(
@@ -256,6 +264,7 @@ async def _request(args: argparse.Namespace) -> Any:
                 args.delta,
                 accountant=args.accountant,
                 orders=_orders(args),
+                calibrate=args.calibrate,
                 statement=args.statement,
             )
         return await client.utility(args.algorithm, params)

@@ -83,10 +83,12 @@ class PrivacyOptions(TypedDict, total=False):
 
 
 class CalibrationOptions(TypedDict, total=False):
-    """Optional fields of a calibration request."""
+    """Optional fields of a calibration request (``calibrate``: an integer knob such as ``epochs`` instead of the
+    noise, left out of params)."""
 
     accountant: str
     orders: Sequence[float] | None
+    calibrate: str | None
     statement: bool
 
 
@@ -252,7 +254,8 @@ class DpcalClient:
     def calibrate(
         self, algorithm: str, params: Params, target_epsilon: float, delta: float, **options: Unpack[CalibrationOptions]
     ) -> CalibrationResponse:
-        """POST /v1/calibrate; ``options``: accountant, orders."""
+        """POST /v1/calibrate; ``options``: accountant, orders, calibrate (a knob other than the noise, e.g.
+        ``"epochs"``, left out of params), statement."""
         return self.send(Calls.calibrate(algorithm, params, target_epsilon, delta, options))
 
     def compose(self, mechanism: Mapping[str, Any], delta: float, **options: Unpack[ComposeOptions]) -> PrivacyResponse:

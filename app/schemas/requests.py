@@ -9,7 +9,7 @@ from functools import reduce
 from operator import or_
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, create_model
+from pydantic import Field, create_model, model_validator
 
 from accountants import registry
 from accountants.family import AlgorithmFamily
@@ -52,12 +52,26 @@ def _title(family: AlgorithmFamily[Any]) -> str:
     return "".join(part.capitalize() for part in family.id.split("-"))
 
 
+def _knob_placeholder(family: AlgorithmFamily[Any]) -> Any:
+    """Before a calibration request is validated: its params as the library reads them when ``calibrate`` names an
+    integer knob left out of them (:meth:`AlgorithmFamily.knob_placeholder`), so the natural request needs no dummy."""
+
+    def fill(cls: type[Strict], data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("params"), dict) and isinstance(data.get("calibrate"), str):
+            return data | {"params": family.knob_placeholder(data["params"], data["calibrate"])}
+        return data
+
+    return model_validator(mode="before")(fill)
+
+
 def _variant(family: AlgorithmFamily[Any], kind: str, fields: dict[str, Any]) -> type[Strict]:
     algorithm: Any = Literal[family.id]  # one literal per registered family
+    validators = {"knob_placeholder": _knob_placeholder(family)} if "calibrate" in fields else {}
     return create_model(
         f"{_title(family)}{kind}Request",
         __base__=Strict,
         __doc__=f"{kind} request for `{family.id}`: {family.title}.",
+        __validators__=validators,
         algorithm=(
             algorithm,
             Field(description="Algorithm id (see GET /v1/algorithms).", examples=[family.id]),
@@ -138,8 +152,8 @@ CALIBRATE_FIELDS: dict[str, Any] = {
             description="Which knob to calibrate: the algorithm's privacy knob (default; `calibrated_parameter`), or "
             "an integer hyperparameter the algorithm offers (dp-sgd: steps, epochs, batch_size): its largest value "
             "meeting the target at the noise given in params, with the value one beyond shown to exceed it "
-            "(`beyond`). params must be valid on their own (dp-sgd: send the calibrated one of steps and epochs with "
-            "any value; the search replaces it).",
+            '(`beyond`). Leave the calibrated knob out of params (dp-sgd: `"calibrate": "epochs"` with neither '
+            "steps nor epochs); a value given is replaced by the search.",
             examples=["noise_multiplier"],
         ),
     ),

@@ -26,6 +26,9 @@ def test_sync_client(live_server):
         again = client.privacy("dp-sgd", {**MNIST, "noise_multiplier": answer.noise_multiplier}, 1e-5)
         assert again.epsilon <= 3.0
         assert client.utility("dp-sgd", MNIST).bounds == []
+        without_epochs = {k: v for k, v in MNIST.items() if k != "epochs"} | {"noise_multiplier": 1.1}
+        epochs = client.calibrate("dp-sgd", without_epochs, 3.0, 1e-5, accountant="rdp", calibrate="epochs")
+        assert epochs.calibrated_parameter == "epochs" and epochs.epsilon <= 3.0 < epochs.beyond.epsilon
 
 
 def test_client_raises_problems_with_field_messages(live_server):
@@ -105,6 +108,11 @@ def test_cli_calibrate(live_server, remote):
         "calibrate", "dp-sgd", "--params", json.dumps(MNIST), "--target-epsilon", "3", "--delta", "1e-5", *url
     )
     assert summary.returncode == 0 and "noise_multiplier = " in summary.stdout and "ceil" in summary.stdout
+    knob = ["-p", "dataset_size=60000", "-p", "batch_size=256", "-p", "noise_multiplier=1.1", "--calibrate", "epochs"]
+    epochs = dpcal("calibrate", "dp-sgd", *knob, "--target-epsilon", "3", "--delta", "1e-5", "--json", *url)
+    assert epochs.returncode == 0, epochs.stderr
+    found = json.loads(epochs.stdout)
+    assert found["calibrated_parameter"] == "epochs" and found["epsilon"] <= 3 < found["beyond"]["epsilon"]
 
 
 def test_cli_privacy_algorithms_utility(live_server):
