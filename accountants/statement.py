@@ -7,7 +7,7 @@ paper's claim), so the statement cannot say something the answer does not (cf. t
 
 from __future__ import annotations
 
-from .reports import Answer, CalibrationReport, Guarantee
+from .reports import Answer, CalibrationReport, Guarantee, Noise
 
 RELATIONS = {
     "add-remove": "two datasets are neighbours when one is the other with one example added or removed",
@@ -33,6 +33,8 @@ def privacy_statement(answer: Answer, subject: str) -> str:
     if answer.curve:
         points = ", ".join(f"{p.epsilon:.4g} after {p.steps} steps" for p in answer.curve)
         parts.append(f"ε at the requested checkpoints (same δ): {points}.")
+    if answer.noise is not None:
+        parts.append(_noise(answer.noise))
     parts.append(f"Sampling assumed: {c.sampling}.")
     if c.sampling.lower().startswith("poisson"):
         parts.append(
@@ -51,6 +53,12 @@ def privacy_statement(answer: Answer, subject: str) -> str:
     if answer.warnings:
         parts.append("Caveats: " + "; ".join(answer.warnings) + ".")
     return " ".join(parts)
+
+
+def _noise(noise: Noise) -> str:
+    """The noise the guarantee rests on, in both units."""
+    std = "" if noise.noise_std is None else f", noise std σ = {noise.noise_std:.6g}"
+    return f"Noise: noise multiplier {noise.noise_multiplier:.6g}{std} ({noise.sensitivity_rule})."
 
 
 def _paper(answer: Answer) -> list[str]:

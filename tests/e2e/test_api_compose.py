@@ -160,6 +160,8 @@ def test_the_statement_states_the_answer_it_accompanies(http):
     assert "from the rdp accountant" in statement
     assert answer["conventions"]["sampling"] in statement and "shuffles" in statement
     assert answer["conventions"]["noise_multiplier_definition"] in statement
+    # the hyperparameters it rests on: the noise in both units (replace-one: σ = z·2C) and the sampling rate
+    assert "noise multiplier 1.1, noise std σ = 2.2" in statement and "q = 256/60000 = 0.00426667" in statement
     calibrated = http.post(
         "/v1/calibrate",
         json={
@@ -172,6 +174,7 @@ def test_the_statement_states_the_answer_it_accompanies(http):
         },
     ).json()
     assert f"ε = {calibrated['epsilon']:.4g}" in calibrated["statement"]
+    assert f"noise multiplier {calibrated['noise_multiplier']:.6g}" in calibrated["statement"]
     assert "add-remove relation" in calibrated["statement"]
 
 

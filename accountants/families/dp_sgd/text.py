@@ -42,7 +42,7 @@ def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
         neighbouring=p.neighbouring,
         steps=steps,
         step_rule=rule,
-        sampling=SAMPLING_TEXT[p.sampling],
+        sampling=SAMPLING_TEXT[p.sampling] + _sampled(p),
         noise_multiplier_definition=(
             "noise_multiplier = noise std / sensitivity; "
             + SENSITIVITY_RULE[p.neighbouring]
@@ -54,6 +54,13 @@ def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
         ),
         released="every iterate",
     )
+
+
+def _sampled(p: DpSgdParams) -> str:
+    """The sampling's numbers: the rate (batches drawn with one) or the batch of the dataset."""
+    if p.sampling in ("poisson", "truncated-poisson"):
+        return f" (q = {p.batch_size}/{p.dataset_size} = {p.sampling_rate:.6g})"
+    return f" (batch_size = {p.batch_size} of dataset_size = {p.dataset_size})"
 
 
 _NO_AMPLIFICATION = (
