@@ -94,31 +94,40 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help="server processes (default DPCAL_WORKERS or 1)")
 
     _operations_commands(commands)
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--url",
-            default=os.environ.get("DPCAL_URL") or None,
-            help="a running dpcal server (default: DPCAL_URL, else answer in-process)",
-        )
-        p.add_argument("--json", action="store_true", help="print the JSON answer")
-
-    def hyperparameters(p: argparse.ArgumentParser) -> None:
-        p.add_argument("algorithm", help="algorithm id (dpcal algorithms lists them)")
-        p.add_argument(
-            "-p",
-            "--param",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="one hyperparameter; VALUE is read as JSON if it parses (60, 1e-5, true), else as text",
-        )
-        p.add_argument("--params", help="all hyperparameters as a JSON object (merged under -p)")
-
     algorithms = commands.add_parser("algorithms", help="list the algorithms, or describe one")
     algorithms.add_argument("id", nargs="?", help="describe this algorithm")
-    common(algorithms)
+    _common(algorithms)
+    _accounting_commands(commands)
+    _verify_command(commands)
+    return parser
 
+
+def _common(p: argparse.ArgumentParser) -> None:
+    """Where a command is answered (--url) and how it is printed (--json)."""
+    p.add_argument(
+        "--url",
+        default=os.environ.get("DPCAL_URL") or None,
+        help="a running dpcal server (default: DPCAL_URL, else answer in-process)",
+    )
+    p.add_argument("--json", action="store_true", help="print the JSON answer")
+
+
+def _hyperparameters(p: argparse.ArgumentParser) -> None:
+    """The algorithm and its hyperparameters (-p NAME=VALUE, --params JSON)."""
+    p.add_argument("algorithm", help="algorithm id (dpcal algorithms lists them)")
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one hyperparameter; VALUE is read as JSON if it parses (60, 1e-5, true), else as text",
+    )
+    p.add_argument("--params", help="all hyperparameters as a JSON object (merged under -p)")
+
+
+def _accounting_commands(commands: Any) -> None:
+    """privacy, calibrate, utility and statement: one request each."""
     for name, text in (
         ("privacy", "ε at δ for given noise"),
         ("calibrate", "smallest noise for (ε, δ)"),
@@ -126,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         ("statement", "a privacy statement to paste into a paper or model card (the privacy answer in words)"),
     ):
         command = commands.add_parser(name, help=text)
-        hyperparameters(command)
+        _hyperparameters(command)
         if name == "calibrate":
             command.add_argument("--target-epsilon", type=float, required=True)
             command.add_argument(
@@ -151,10 +160,12 @@ def _parser() -> argparse.ArgumentParser:
             )
         if name in ("privacy", "calibrate"):
             command.add_argument("--statement", action="store_true", help="add the privacy statement")
-        common(command)
+        _common(command)
 
+
+def _verify_command(commands: Any) -> None:
     verify = commands.add_parser("verify", help="run a verification job (simulated runs: utility and privacy audit)")
-    hyperparameters(verify)
+    _hyperparameters(verify)
     verify.add_argument("--delta", type=float, required=True)
     verify.add_argument("--target-epsilon", type=float, help="calibrate the noise for this ε first")
     verify.add_argument("--checks", default="utility,privacy-audit", help="comma-separated: utility, privacy-audit")
@@ -166,8 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--problem", help="synthetic-problem settings as a JSON object")
     verify.add_argument("--idempotency-key", help="resubmitting with the same key returns the same job")
     verify.add_argument("--quiet", action="store_true", help="no progress on standard error")
-    common(verify)
-    return parser
+    _common(verify)
 
 
 def _operations_commands(commands: Any) -> None:
@@ -398,9 +408,10 @@ def _summary(command: str, answer: Any) -> str:
             else ""
         )
         bracket = "" if a.epsilon_lower is None else f"; exact ε ≥ {a.epsilon_lower:.6g}, certified"
+        shown = a.applicable or (a.epsilon is not None and a.kind == "not-valid")  # shown for comparison
         lines.append(
             f"  {a.name:6} "
-            + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee}{bracket})" if a.applicable else f"not applicable: {a.reason}")
+            + (f"ε = {a.epsilon:.6g}{at} ({a.guarantee}{bracket})" if shown else f"not applicable: {a.reason}")
         )
     paper = getattr(answer, "paper", None)
     if paper is not None:

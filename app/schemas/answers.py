@@ -3,9 +3,9 @@ field (built from the report objects, ``from_attributes``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .common import Out
 
@@ -42,10 +42,25 @@ class AccountantOut(Out):
         description="How it was computed.", examples=["RDP of the Poisson-subsampled Gaussian …"]
     )
     reason: str | None = Field(description="Why it does not apply (when not applicable).", examples=[None])
+    kind: Literal["exact", "certified", "paper-valid", "paper-as-printed", "not-valid"] = Field(
+        "certified",
+        description="What the number is, as data: exact, certified (a proven upper bound), paper-valid (a paper's "
+        "statement the accountants confirm), paper-as-printed (not certified: never chosen by best) or not-valid "
+        "(shown for comparison only, e.g. the Poisson ε of a shuffling loader: it does not hold for this "
+        "configuration).",
+        examples=["certified"],
+    )
     optimal_order: float | None = Field(description="Optimal Rényi order, for RDP accountants.", examples=[8.12])
     noise_multiplier: float | None = Field(
         description="For calibration: the noise multiplier this accountant needs.", examples=[1.1]
     )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind_value(cls, kind: object) -> object:
+        """The library's :class:`~accountants.reports.Guarantee` as its value."""
+        return getattr(kind, "value", kind)
+
     calibrated_value: float | None = Field(
         description="For calibration: the value of the calibrated parameter (see calibrated_parameter) this "
         "accountant needs.",

@@ -18,6 +18,7 @@ from accountants.errors import ParameterError
 from accountants.mechanisms.gaussian import gaussian_epsilon
 from accountants.pipeline import Composition, privacy
 from accountants.planning import plan_job
+from accountants.reports import Guarantee
 from accountants.verification import block_sizes, run_block, summarize
 
 from ..support.oracles import dpa_pld_epsilon
@@ -60,6 +61,20 @@ def test_shuffle_is_the_analytic_gaussian_over_epochs_and_never_below_poisson(co
     assert beside.epsilon == pytest.approx(
         FAMILY.privacy(config | {"neighbouring": neighbouring}, DELTA, "rdp").epsilon
     )
+
+
+@pytest.mark.parametrize("sampling", ["shuffle", "balls-in-bins"])
+def test_a_calibration_without_amplification_shows_the_noise_poisson_would_need_not_valid(sampling):
+    """The note of a shuffling loader compares with the Poisson answer: a calibration carries it too (the rdp
+    calibration of the same run under Poisson sampling), never chosen."""
+    config = {"dataset_size": 60000, "batch_size": 256, "epochs": 3}
+    found = FAMILY.calibrate(config | {"sampling": sampling}, 3.0, DELTA)
+    beside = next(r for r in found.accountants if r.name == "poisson-assumed")
+    poisson = FAMILY.calibrate(config, 3.0, DELTA, "rdp")
+    assert not beside.applicable and beside.kind is Guarantee.NOT_VALID
+    assert beside.calibrated_value == poisson.calibrated_value < found.calibrated_value
+    assert found.accountant == "tight"  # three Gaussian releases per example: the analytic Gaussian's noise
+    assert gaussian_epsilon(found.calibrated_value, DELTA, 3) == pytest.approx(3.0, rel=1e-6)
 
 
 def test_shuffle_given_in_steps_counts_every_epoch_begun():

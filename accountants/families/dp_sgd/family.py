@@ -19,7 +19,14 @@ from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
 from . import text
 from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, steps_and_rule
-from .privacy import PAPER_REASON, UTILITY_REASON, mechanism, poisson_assumed, rdp_method
+from .privacy import (
+    PAPER_REASON,
+    UTILITY_REASON,
+    mechanism,
+    poisson_assumed,
+    poisson_assumed_calibration,
+    rdp_method,
+)
 
 
 @register
@@ -69,7 +76,13 @@ class DpSgd(PlannedFamily[DpSgdParams]):
     def extra_calibrations(
         self, params: DpSgdParams, target: float, delta: float, spine: Sequence[AccountantResult]
     ) -> Sequence[AccountantResult]:
-        return [AccountantResult.not_applicable("paper", PAPER_REASON)]
+        """The paper row and, for a loader without amplification, the noise Poisson sampling would need (rdp; not
+        valid for it), which the answer's note compares with."""
+        rows = [AccountantResult.not_applicable("paper", PAPER_REASON)]
+        if params.sampling in WITHOUT_AMPLIFICATION:
+            poisson = params.model_copy(update={"sampling": "poisson"})
+            rows.append(poisson_assumed_calibration(params, self.calibrated_by("rdp", poisson, target, delta)))
+        return rows
 
     def details(self, params: DpSgdParams, plan: MechanismPlan, answered: Answered) -> Details:
         return Details(warnings=text.notes(params))

@@ -5,6 +5,8 @@ amplification, the certified PLD accountant otherwise)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...events import (
     DpEvent,
     GaussianEvent,
@@ -63,12 +65,28 @@ def poisson_assumed(p: DpSgdParams, z: float, d: float, steps: int) -> Accountan
     certified answer and marked not valid for this loader (what is often reported for such loaders)."""
     poisson = p.model_copy(update={"sampling": "poisson"})
     value = RdpAccountant(p.neighbouring).epsilon(mechanism(poisson, z, steps), d).value
+    return _not_valid(
+        p, value, f"rdp accountant on Poisson sampling at q = {p.sampling_rate:.6g} over the same {steps} steps"
+    )
+
+
+def poisson_assumed_calibration(p: DpSgdParams, poisson: AccountantResult) -> AccountantResult:
+    """For a shuffling or balls-in-bins loader's calibration: the rdp calibration of the same run under Poisson
+    sampling at q = b/n (``poisson``), shown beside the certified noise and marked not valid for this loader."""
+    if not poisson.applicable:
+        return AccountantResult.not_applicable("poisson-assumed", poisson.reason or "no Poisson calibration")
+    method = f"rdp calibration on Poisson sampling at q = {p.sampling_rate:.6g} over the same steps"
+    row = _not_valid(p, poisson.epsilon, method)
+    return replace(row, noise_multiplier=poisson.noise_multiplier, calibrated_value=poisson.calibrated_value)
+
+
+def _not_valid(p: DpSgdParams, value: float | None, method: str) -> AccountantResult:
     return AccountantResult(
         "poisson-assumed",
         False,
         value,
         "not valid for this loader",
-        f"rdp accountant on Poisson sampling at q = {p.sampling_rate:.6g} over the same {steps} steps",
+        method,
         reason=f"not valid for this loader: a {p.sampling} loader does not sample each record independently per step, "
         "and no amplification by its randomness is proven to match Poisson's (Chua et al. 2024); shown because it is "
         "what is often reported for such loaders",

@@ -68,8 +68,8 @@ _NO_AMPLIFICATION = (
     "so each epoch releases it once through a Gaussian at the relation's sensitivity (the record's neighbour is read "
     "as the same position of the permutation or allocation, as in Chua et al. 2024); a tight analysis of shuffled "
     "batches is not known and amplification by random allocation (Feldman & Shenfeld 2025) is not applied here, so "
-    "this ε is an upper bound that may be far from tight; the Poisson ε shown beside it (poisson-assumed) does not "
-    "hold for this loader"
+    "this ε is an upper bound that may be far from tight; the Poisson answer shown beside it (poisson-assumed) does "
+    "not hold for this loader"
 )
 
 
