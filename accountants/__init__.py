@@ -9,6 +9,8 @@ Typical use::
 or, for a registered algorithm family, ``accountants.registry.get("dp-sgd")``.
 """
 
+import importlib
+
 from .calibration import Calibration, RdpCalibration, calibrate, calibrate_rdp
 from .conversions import DEFAULT_ORDERS, Conversion, delta_from_rdp, epsilon_from_rdp
 from .errors import CalibrationError, DpcalError, FieldIssue, ParameterError, UnsupportedAccountantError
@@ -23,6 +25,15 @@ from .events import (
     ZCdpEvent,
 )
 from .rdp import RdpAccountant, UnsupportedEventError
+
+
+def __getattr__(name: str) -> object:
+    """``accountants.registry`` (the registered algorithm families) without an import of its own: loaded when first
+    used, since it imports every family."""
+    if name == "registry":
+        return importlib.import_module(f"{__name__}.registry")  # (not `from . import`: that asks this hook again)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ORDERS",

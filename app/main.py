@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, docs, problems, routes, ui
 from .compute import Compute
@@ -28,9 +28,14 @@ Privacy accounting and noise calibration for differentially private machine lear
   rests on;
 * `POST /v1/privacy` — ε at δ for given hyperparameters and noise, from every applicable accountant;
 * `POST /v1/utility` — predicted utility bounds with their theorems;
+* `POST /v1/compose` — ε at δ of any composition of mechanisms, given as an event tree (Gaussian, Laplace, randomized
+  response, pure, zCDP, sampled, repeated, sequences and any algorithm's mechanism), with ε over training;
+* `POST /v1/compose/calibrate` — the number at a JSON Pointer in such a tree (a noise, count, rate or ε) meeting a
+  target;
 * `GET /v1/algorithms` — what is supported, with each algorithm's parameters documented;
 * `POST /v1/jobs` — a verification job: the algorithm simulated on a synthetic problem, its utility measured and its
-  privacy audited (an empirical lower bound on ε) against the predictions.
+  privacy audited (an empirical lower bound on ε) against the predictions; `GET /v1/jobs` lists the jobs, and
+  `/v1/jobs/{job_id}` reads one (its progress and result) or cancels it.
 
 Every answer names its conventions: the accountant, the neighbouring relation, the sensitivity, the noise in both units
 and the step count. Errors are RFC 9457 problem details naming each offending field.
@@ -91,6 +96,9 @@ class RequestGate:
             if problem is not None:
                 await problems.problem_response(request, problem)(scope, receive, send)
                 return
+            if scope["method"] == "HEAD":  # every GET answers HEAD: the same status and headers, no body
+                await self.app({**scope, "method": "GET"}, receive, _headers_only(send))
+                return
         await self.app(scope, receive, send)
 
     def _refusal(self, request: Request) -> problems.ApiProblem | None:
@@ -112,6 +120,19 @@ class RequestGate:
                 f"{'no Content-Type' if given is None else repr(given)}",
             )
         return None
+
+
+def _headers_only(send: Send) -> Send:
+    """``send`` without the body of the response (for HEAD)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            if message.get("more_body", False):
+                return
+            message = {"type": "http.response.body", "body": b"", "more_body": False}
+        await send(message)
+
+    return sending
 
 
 def _is_json(content_type: str | None) -> bool:

@@ -248,3 +248,23 @@ def test_answers_never_contain_non_finite_numbers(http):
     assert response.status_code in (200, 422)
     if response.status_code == 200:
         assert math.isfinite(response.json()["epsilon"])
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/readyz", "/docs", "/v1/algorithms", "/openapi.json"])
+def test_every_get_answers_head_with_its_headers_and_no_body(http, path):
+    """Load balancers and uptime checks probe with HEAD (it was 405)."""
+    get, head = http.get(path), http.head(path)
+    assert head.status_code == get.status_code == 200 and head.content == b""
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.headers["content-length"] == get.headers["content-length"]
+    assert http.head("/v1/privacy").status_code == 405  # a POST route stays POST
+
+
+def test_the_documents_introduction_names_every_operation(http):
+    """The intro of /docs lists the operations a client calls (it omitted /v1/compose)."""
+    document = http.get("/openapi.json").json()
+    intro = document["info"]["description"]
+    for path, operations in document["paths"].items():
+        if path.startswith("/v1/") and "{" not in path:
+            for method in operations:
+                assert f"`{method.upper()} {path}`" in intro, (method, path)

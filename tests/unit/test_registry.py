@@ -69,3 +69,14 @@ def test_best_never_chooses_a_paper_statement_that_is_not_certified():
     assert choose_accountant([rdp, printed], "paper") is printed  # asked for by name, it is answered
     with pytest.raises(UnsupportedAccountantError, match=r"no certified accountant applies.*paper: not certified"):
         choose_accountant([AccountantResult("rdp", False, reason="none"), printed], "best")
+
+
+def test_the_registry_is_an_attribute_of_the_library():
+    """``import accountants; accountants.registry.get(...)`` as the library's docstring says (it was an
+    AttributeError until something imported the submodule)."""
+    import subprocess
+    import sys
+
+    code = "import accountants; print(accountants.registry.get('dp-sgd').id)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0 and run.stdout.strip() == "dp-sgd", run.stderr
