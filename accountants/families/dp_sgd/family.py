@@ -91,10 +91,11 @@ class DpSgd(PlannedFamily[DpSgdParams]):
         """The run stopped after t steps is T = t (a prefix of the step tree; without amplification the release is
         per epoch begun, not per step, so the tree of t steps itself)."""
         steps, _ = steps_and_rule(params)
-        per_epoch = params.dataset_size / params.batch_size
+        per_epoch = float(params.steps_per_epoch)
 
         def epoch_steps() -> list[int]:
-            rounding = math.floor if params.epoch_rounding == "floor" else math.ceil
+            floor = params.epoch_rounding == "floor" if params.framework is None else params.framework == "opacus"
+            rounding = math.floor if floor else math.ceil
             ends = [rounding(e * per_epoch) for e in range(1, math.ceil(steps / per_epoch) + 1)]
             return [t for t in ends if 1 <= t < steps] + [steps]
 

@@ -14,6 +14,7 @@ ALGORITHM_ID = "dp-sgd"
 MAX_COUNT = 10**12
 
 Sampler = Literal["poisson", "fixed-size", "shuffle", "balls-in-bins", "truncated-poisson"]
+Framework = Literal["opacus", "tensorflow_privacy", "jax_privacy"]
 WITHOUT_AMPLIFICATION = ("shuffle", "balls-in-bins")
 """Samplers accounted as one Gaussian release per example per epoch (no amplification claimed)."""
 
@@ -32,7 +33,14 @@ class DpSgdParams(ParamsModel):
     """Passes over the data, converted to steps = epoch_rounding(epochs·dataset_size/batch_size). Give steps or epochs,
     not both."""
     epoch_rounding: Literal["ceil", "floor"] = param(example="ceil", default="ceil")
-    """How epochs become steps: ceil (TF-Privacy; counts a final partial epoch) or floor (opacus)."""
+    """How epochs become steps: ceil (counts a final partial epoch, as TF-Privacy does) or floor (drops it)."""
+    framework: Framework | None = param(example="opacus", default=None)
+    """Compute the sampling rate q and the step count T as this library does from dataset_size, batch_size and epochs
+    (Poisson sampling only): opacus q = 1/len(data_loader) = 1/⌈n/b⌉ and T = epochs·⌈n/b⌉ (its DPDataLoader and
+    epoch loop); tensorflow_privacy q = b/n and T = ⌈epochs·n/b⌉ (compute_dp_sgd_privacy_statement); jax_privacy
+    q = b/n and T = steps (its num_updates; epochs converted with ⌈epochs·n/b⌉). Default: dpcal's q = b/n with
+    epoch_rounding. Only q and T: the noise multiplier is still std over the sensitivity (TF-Privacy's statement
+    assumes microbatching by default, which halves its multiplier; give the halved value here)."""
     noise_multiplier: float | None = noise_multiplier_param(
         symbol="z (σ in Abadi et al.)", unit="multiples of the sensitivity", example=1.1
     )
@@ -105,6 +113,7 @@ class DpSgdParams(ParamsModel):
                     self.neighbouring,
                 )
             )
+        issues += _framework_issues(self)
         if self.epochs is not None and self.steps is None and _steps_from_epochs(self)[0] < 1:
             issues.append(
                 FieldIssue(
@@ -123,7 +132,17 @@ class DpSgdParams(ParamsModel):
 
     @property
     def sampling_rate(self) -> float:
+        """q = b/n, or opacus's 1/⌈n/b⌉ (:attr:`framework`)."""
+        if self.framework == "opacus":
+            return 1.0 / math.ceil(self.dataset_size / self.batch_size)
         return self.batch_size / self.dataset_size
+
+    @property
+    def steps_per_epoch(self) -> Fraction:
+        """n/b, or opacus's len(data_loader) = ⌈n/b⌉ (:attr:`framework`)."""
+        if self.framework == "opacus":
+            return Fraction(-(-self.dataset_size // self.batch_size))
+        return Fraction(self.dataset_size, self.batch_size)
 
     @property
     def sensitivity(self) -> float:
@@ -131,12 +150,54 @@ class DpSgdParams(ParamsModel):
 
 
 def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
-    exact = Fraction(repr(p.epochs)) * p.dataset_size / p.batch_size
-    steps = math.ceil(exact) if p.epoch_rounding == "ceil" else math.floor(exact)
-    return steps, (
-        f"steps = {p.epoch_rounding}(epochs·dataset_size/batch_size) = {p.epoch_rounding}({p.epochs:g}·"
-        f"{p.dataset_size}/{p.batch_size}) = {steps}"
+    assert p.epochs is not None  # steps are given otherwise
+    exact = Fraction(repr(p.epochs)) * p.steps_per_epoch
+    if p.framework == "opacus":  # int(epochs / sample_rate): whole passes over its len(data_loader) batches
+        steps = math.floor(exact)
+        return steps, (
+            f"steps = epochs·len(data_loader) = epochs·⌈dataset_size/batch_size⌉ = {p.epochs:g}·{p.steps_per_epoch} "
+            f"= {steps} (opacus)"
+        )
+    rounding = "ceil" if p.framework is not None else p.epoch_rounding
+    steps = math.ceil(exact) if rounding == "ceil" else math.floor(exact)
+    if p.framework == "tensorflow_privacy":  # its own float arithmetic: ceil(num_epochs / q), q = b/n
+        steps = math.ceil(p.epochs / (p.batch_size / p.dataset_size))
+    rule = (
+        f"steps = {rounding}(epochs·dataset_size/batch_size) = {rounding}({p.epochs:g}·{p.dataset_size}/"
+        f"{p.batch_size}) = {steps}"
     )
+    if p.framework == "jax_privacy":
+        rule += " (jax_privacy counts updates, num_updates: epochs converted as TF-Privacy does)"
+    elif p.framework == "tensorflow_privacy":
+        rule += " (tensorflow_privacy)"
+    return steps, rule
+
+
+def _framework_issues(p: DpSgdParams) -> list[FieldIssue]:
+    """A framework's convention replaces epoch_rounding, and its accountants assume Poisson sampling."""
+    if p.framework is None:
+        return []
+    issues = []
+    if "epoch_rounding" in p.model_fields_set:
+        issues.append(
+            FieldIssue(
+                ("epoch_rounding",),
+                f"is set by framework={p.framework!r} (its own conversion of epochs to steps)",
+                "omitted when framework is given",
+                p.epoch_rounding,
+            )
+        )
+    if p.sampling != "poisson":
+        issues.append(
+            FieldIssue(
+                ("framework",),
+                f"{p.framework}'s accounting assumes Poisson sampling; its convention is not defined for "
+                f"sampling={p.sampling!r}",
+                "sampling='poisson' with a framework, or no framework",
+                p.framework,
+            )
+        )
+    return issues
 
 
 def batches_per_epoch(p: DpSgdParams) -> int:

@@ -58,6 +58,8 @@ def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
 
 def _sampled(p: DpSgdParams) -> str:
     """The sampling's numbers: the rate (batches drawn with one) or the batch of the dataset."""
+    if p.framework == "opacus":
+        return f" (opacus: q = 1/len(data_loader) = 1/⌈{p.dataset_size}/{p.batch_size}⌉ = {p.sampling_rate:.6g})"
     if p.sampling in ("poisson", "truncated-poisson"):
         return f" (q = {p.batch_size}/{p.dataset_size} = {p.sampling_rate:.6g})"
     return f" (batch_size = {p.batch_size} of dataset_size = {p.dataset_size})"
