@@ -8,6 +8,8 @@
     dpcal privacy dp-sgd --params '{"dataset_size": 60000, "batch_size": 256, "steps": 14063, "noise_multiplier": 1}' \
         --delta 1e-5
     dpcal utility ALGORITHM -p ...
+    dpcal compose tree.json --delta 1e-5          ε of any event tree (a file, or - for standard input); with
+        --calibrate /pointer --target-epsilon 1   the number at the pointer meeting the target
     dpcal verify dp-sgd-last-iterate -p ... --delta 1e-5 --trials 20000    a verification job, with progress
     dpcal openapi [-o openapi/openapi.json] [--record-examples]   write the OpenAPI document (first recording
                                                   the answers to its examples in app/openapi_examples.json)
@@ -79,7 +81,8 @@ def _main(argv: Sequence[str] | None) -> int:
     elif args.command == "statement":
         print(answer.statement)
     else:
-        print(_summary(args.command, answer))
+        calibrated = args.command == "compose" and args.calibrate is not None
+        print(_summary("calibrate" if calibrated else args.command, answer))
     return 1 if args.command == "verify" and answer.status != "succeeded" else 0
 
 
@@ -98,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     algorithms.add_argument("id", nargs="?", help="describe this algorithm")
     _common(algorithms)
     _accounting_commands(commands)
+    _compose_command(commands)
     _verify_command(commands)
     return parser
 
@@ -163,6 +167,26 @@ def _accounting_commands(commands: Any) -> None:
         _common(command)
 
 
+def _compose_command(commands: Any) -> None:
+    compose = commands.add_parser(
+        "compose",
+        help="ε of any composition: an event tree as JSON (POST /v1/compose); with --calibrate, the number at a "
+        "JSON Pointer meeting --target-epsilon (POST /v1/compose/calibrate)",
+    )
+    compose.add_argument("tree", metavar="FILE", help="the event tree as JSON: a file, or - for standard input")
+    compose.add_argument("--delta", type=float, required=True)
+    compose.add_argument("--accountant", default="best", help="best (default), rdp, tight, or paper for one algorithm")
+    compose.add_argument("--neighbouring", default="add-remove", help="add-remove (default) or replace-one")
+    compose.add_argument("--orders", help="comma-separated Rényi orders")
+    compose.add_argument("--no-refine", action="store_true", help="grid orders only (as dp_accounting)")
+    compose.add_argument("--checkpoints", help="ε after these releases: 'every:K' or comma-separated counts")
+    compose.add_argument("--statement", action="store_true", help="add the privacy statement")
+    compose.add_argument("--calibrate", metavar="POINTER", help="JSON Pointer into the tree to the number to calibrate")
+    compose.add_argument("--target-epsilon", type=float, help="the target ε of --calibrate")
+    compose.add_argument("--bounds", metavar="LO,HI", help="the range --calibrate searches (default: the field's)")
+    _common(compose)
+
+
 def _verify_command(commands: Any) -> None:
     verify = commands.add_parser("verify", help="run a verification job (simulated runs: utility and privacy audit)")
     _hyperparameters(verify)
@@ -224,10 +248,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
 def _orders(args: argparse.Namespace) -> list[float] | None:
     if not getattr(args, "orders", None):
         return None
-    try:
-        return [float(x) for x in args.orders.split(",")]
-    except ValueError:
-        raise ValueError(f"--orders expects comma-separated numbers, got {args.orders!r}") from None
+    return _numbers("--orders", args.orders)
 
 
 def _checkpoints(spec: str | None) -> list[int] | dict[str, int] | str | None:
@@ -254,6 +275,8 @@ async def _request(args: argparse.Namespace) -> Any:
     async with client:
         if args.command == "algorithms":
             return await (client.algorithm(args.id) if args.id else client.algorithms())
+        if args.command == "compose":
+            return await _compose(client, args)
         params = _params(args)
         if args.command in ("privacy", "statement"):
             return await client.privacy(
@@ -278,6 +301,46 @@ async def _request(args: argparse.Namespace) -> Any:
                 statement=args.statement,
             )
         return await client.utility(args.algorithm, params)
+
+
+async def _compose(client: AsyncDpcalClient, args: argparse.Namespace) -> Any:
+    """``dpcal compose FILE|-``: the tree's privacy, or with --calibrate the number at the pointer."""
+    tree = _tree(args.tree)
+    options: dict[str, Any] = {
+        "accountant": args.accountant,
+        "neighbouring": args.neighbouring,
+        "orders": _orders(args),
+        "refine_order": not args.no_refine,
+        "checkpoints": _checkpoints(args.checkpoints),
+        "statement": args.statement,
+    }
+    if args.calibrate is None:
+        return await client.compose(tree, args.delta, **options)
+    if args.target_epsilon is None:
+        raise ValueError("--calibrate needs --target-epsilon")
+    bounds = None if args.bounds is None else _numbers("--bounds", args.bounds)
+    return await client.compose_calibrate(
+        tree, args.calibrate, args.target_epsilon, args.delta, bounds=bounds, **options
+    )
+
+
+def _tree(source: str) -> Any:
+    """The event tree in the file ``source`` (``-``: standard input), as JSON."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(f"cannot read the tree from {source}: {error.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the tree in {source} is not valid JSON: {error}") from None
+
+
+def _numbers(option: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option} expects comma-separated numbers, got {text!r}") from None
 
 
 async def _verify(args: argparse.Namespace) -> Any:
@@ -385,7 +448,8 @@ def _summary(command: str, answer: Any) -> str:
             f"(accountant: {answer.accountant})"
         )
     else:
-        order = f", optimal order {answer.optimal_order:.4g}" if answer.optimal_order else ""
+        rdp = answer.accountant == "rdp" and answer.optimal_order  # the Rényi order belongs to an rdp answer only
+        order = f", optimal order {answer.optimal_order:.4g}" if rdp else ""
         lines.append(
             f"{answer.algorithm}: ε = {answer.epsilon:.6g} at δ = {answer.delta:g} "
             f"(accountant: {answer.accountant}{order})"
@@ -396,6 +460,7 @@ def _summary(command: str, answer: Any) -> str:
         lines.append(f"  noise: multiplier {noise.noise_multiplier:.7g}, std {std} ({noise.sensitivity_rule})")
     c = answer.conventions
     lines.append(f"  conventions: {c.neighbouring}; {c.step_rule}; {c.released} released")
+    lines.append(f"  sampling assumed: {c.sampling}")  # the most common mistake: a loader that samples otherwise
     for r in answer.releases:
         count = f"{r.count} × " if r.count != 1 else ""
         lines.append(f"  release: {count}{r.name} ({r.composition})")

@@ -115,6 +115,27 @@ def test_cli_calibrate(live_server, remote):
     assert found["calibrated_parameter"] == "epochs" and found["epsilon"] <= 3 < found["beyond"]["epsilon"]
 
 
+def test_cli_compose_reads_a_tree_from_a_file_or_standard_input(live_server, tmp_path):
+    """`dpcal compose FILE|-`: the tree's privacy (50 Gaussians: exact GDP), and --calibrate at a pointer."""
+    from accountants.mechanisms.gaussian import gaussian_epsilon
+
+    tree = {"type": "repeated", "count": 50, "mechanism": {"type": "gaussian", "noise_multiplier": 4.0}}
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(tree))
+    answer = dpcal("compose", str(path), "--delta", "1e-5", "--json", "--url", live_server)
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["epsilon"] == pytest.approx(gaussian_epsilon(4.0, 1e-5, 50), rel=1e-9)
+    found = subprocess.run(
+        [sys.executable, "-m", "app.cli", "compose", "-", "--delta", "1e-5", "--accountant", "tight", "--calibrate",
+         "/mechanism/noise_multiplier", "--target-epsilon", "1"],
+        input=json.dumps(tree), capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("compose: /mechanism/noise_multiplier = ") and "ε = 1 ≤ 1" in found.stdout
+    missing = dpcal("compose", str(tmp_path / "none.json"), "--delta", "1e-5")
+    assert missing.returncode == 2 and "cannot read the tree" in missing.stderr
+
+
 def test_cli_privacy_algorithms_utility(live_server):
     result = dpcal(
         "privacy",
@@ -127,6 +148,9 @@ def test_cli_privacy_algorithms_utility(live_server):
         live_server,
     )
     assert result.returncode == 0 and "ε = " in result.stdout
+    first = result.stdout.splitlines()[0]  # a tight answer: no Rényi order beside it
+    assert "(accountant: tight)" in first and "order" not in first
+    assert "sampling assumed: Poisson" in result.stdout and "add-remove" in result.stdout  # the assumptions, always
     assert "dp-sgd" in dpcal("algorithms", "--url", live_server).stdout
     assert "dataset_size (n)" in dpcal("algorithms", "dp-sgd").stdout
     assert "no utility bound" in dpcal("utility", "dp-sgd", "--params", json.dumps(MNIST)).stdout
