@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UnsupportedAccountantError
+
+if TYPE_CHECKING:
+    from .rdp import Neighbouring
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ class Noise:
 class Conventions:
     """Conventions behind the number: neighbouring relation, steps, sampling, definition of the multiplier."""
 
-    neighbouring: str
+    neighbouring: Neighbouring
     steps: int
     step_rule: str
     sampling: str

@@ -80,7 +80,10 @@ class NoiseOut(Out):
 
 
 class ConventionsOut(Out):
-    neighbouring: str = Field(description="Neighbouring relation of the guarantee.", examples=["add-remove"])
+    neighbouring: Literal["add-remove", "replace-one"] = Field(
+        description="Neighbouring relation of the guarantee (the value a request's neighbouring takes).",
+        examples=["add-remove"],
+    )
     steps: int = Field(description="Number of steps (compositions) accounted.", examples=[14063])
     step_rule: str = Field(
         description="How the step count was obtained.",

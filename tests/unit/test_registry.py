@@ -80,3 +80,14 @@ def test_the_registry_is_an_attribute_of_the_library():
     code = "import accountants; print(accountants.registry.get('dp-sgd').id)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0 and run.stdout.strip() == "dp-sgd", run.stderr
+
+
+def test_every_familys_relation_is_a_value_a_request_can_send_back():
+    """conventions.neighbouring holds only the relation (phased output perturbation's was "replace-one (Def. 1)", so
+    a client could not feed it to /v1/compose and the statement could not explain it)."""
+    from accountants import registry
+
+    for family in registry.families():
+        answer = family.privacy(family.example, 1e-5, statement=True)
+        assert answer.conventions.neighbouring in ("add-remove", "replace-one"), family.id
+        assert answer.statement is not None and "two datasets are neighbours when" in answer.statement, family.id

@@ -109,9 +109,9 @@ def stated_conventions(mech: Mechanism) -> Conventions:
         rule = f"{count} noisy release{'s' if count > 1 else ''} of one solver run on all records"
         sampling = "none: the solver sees every record"
     return Conventions(
-        neighbouring="replace-one (Def. 1)",
+        neighbouring="replace-one",
         steps=count,
-        step_rule=rule,
+        step_rule=rule + " (neighbours as in the paper's Def. 1: one record replaced)",
         sampling=sampling,
         noise_multiplier_definition="noise_multiplier z = σ_k/Δ_k for every release (σ_k = z·Δ_k); " + _INDEPENDENCE,
         released="the last iterate only (x̃_K, ỹ_K), but every noisy iterate is accounted as released",
