@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import difflib
 import inspect
+import re
 import textwrap
 import types
 from collections.abc import Iterable, Mapping
@@ -194,6 +195,9 @@ def field_issues(model: type[BaseModel], errors: Iterable[Mapping[str, Any]]) ->
         if error["type"] == "extra_forbidden":
             allowed = "one of: " + ", ".join(sorted(properties))
             message = "unknown field" + did_you_mean(field, properties)
+        elif error["type"] == "literal_error" and isinstance(error.get("input"), str):
+            expected = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+            message += did_you_mean(error["input"], expected)
         issues.append(FieldIssue(loc=loc, message=message, allowed=allowed, value=_shown(error)))
     return issues
 

@@ -33,6 +33,7 @@ from ..events import (
     integer,
     release_count,
 )
+from ..params import did_you_mean
 from ..rdp import Neighbouring
 
 MAX_DEPTH = 16
@@ -133,6 +134,8 @@ class _Reader:
         syntax = node_syntax()
         if not isinstance(kind, str) or kind not in syntax:
             message = "is required" if kind is None else f"unknown event type {kind!r}"
+            if isinstance(kind, str):
+                message += did_you_mean(kind, syntax)
             raise _issue((*path, "type"), message, "one of: " + ", ".join(syntax), kind)
         allowed = [f.name for f in syntax[kind].fields]
         extra = [k for k in value if k != "type" and k not in allowed]

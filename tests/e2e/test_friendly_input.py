@@ -24,6 +24,16 @@ def test_misspelt_parameter_gets_did_you_mean(http):
     assert "did you mean 'batch_size'?" in error["message"]
 
 
+def test_misspelt_enum_values_and_event_types_get_did_you_mean(http):
+    body = {"algorithm": "dp-sgd", "params": MNIST | {"sampling": "posson"}, "delta": 1e-5, "accountant": "tigth"}
+    errors = {tuple(e["loc"]): e["message"] for e in http.post("/v1/privacy", json=body).json()["errors"]}
+    assert errors[("params", "sampling")].endswith("did you mean 'poisson'?")
+    assert errors[("accountant",)].endswith("did you mean 'tight'?")
+    tree = {"type": "gausian", "noise_multiplier": 1}
+    composed = http.post("/v1/compose", json={"mechanism": tree, "delta": 1e-5}).json()
+    assert composed["errors"][0]["message"] == "unknown event type 'gausian'; did you mean 'gaussian'?"
+
+
 def test_misspelt_body_field_gets_did_you_mean(http):
     response = http.post(
         "/v1/privacy", json={"algorithm": "dp-sgd", "params": MNIST, "delta": 1e-5, "acountant": "rdp"}
