@@ -174,7 +174,11 @@ function renderProblem(error) {
   const box = $("#problem");
   box.hidden = false;
   const fields = (error.problem && error.problem.errors) || [];
-  box.replaceChildren(text("p", error.message), ...fields.map((f) => text("p", `${f.loc.join(".")}: ${f.message}${f.allowed ? ` (allowed: ${f.allowed})` : ""}`)));
+  // one message per problem: each field's own, or the detail where no field is named (the detail repeats them)
+  const lines = fields.length
+    ? fields.map((f) => `${f.loc.join(".")}: ${f.message}${f.allowed ? ` (allowed: ${f.allowed})` : ""}`)
+    : [error.message];
+  box.replaceChildren(...lines.map((line) => text("p", line)));
   $("#status").textContent = "The service refused this input.";
 }
 
@@ -187,17 +191,22 @@ function noiseOf(answer) {
 async function plotTraining(answer, body, signal) {
   const box = $("#plot-training .plot");
   if (!detail.checkpoints) {
+    caption("#plot-training", "ε over training");
     lineChart(box, { title: "ε over training", description: `ε over training is offered for dp-sgd and /v1/compose, not ${detail.id}`, series: [], x: "epochs", y: "ε" });
     return;
   }
   const p = { ...body.params, ...noiseOf(answer) };
   const checkpoints = p.epochs !== undefined ? "epochs" : { every: Math.max(1, Math.ceil((answer.conventions.steps || 1) / 60)) };
-  const curve = await api("/v1/privacy", { algorithm: detail.id, params: p, delta: body.delta, accountant: "rdp", checkpoints }, signal);
+  // drawn by the accountant of the headline, so the curve ends at the headline's ε
+  const accountant = answer.accountant;
+  const curve = await api("/v1/privacy", { algorithm: detail.id, params: p, delta: body.delta, accountant, checkpoints }, signal);
   const points = curve.curve.map((c) => [c.epochs ?? c.steps, c.epsilon]);
+  box.dataset.finalEpsilon = String(points.at(-1)[1]);
+  caption("#plot-training", `ε over training (${accountant} accountant)`);
   lineChart(box, {
-    title: "ε over training (rdp accountant)",
+    title: `ε over training (${accountant} accountant)`,
     description: `ε after each checkpoint at δ = ${body.delta}; final ε ${fmt(points.at(-1)[1], 4)}`,
-    series: [{ label: "rdp", points }], x: curve.curve[0].epochs !== null ? "epochs" : "steps", y: `ε (δ = ${body.delta})`,
+    series: [{ label: accountant, points }], x: curve.curve[0].epochs !== null ? "epochs" : "steps", y: `ε (δ = ${body.delta})`,
   });
 }
 
@@ -226,6 +235,10 @@ async function plotSweep(answer, body, signal) {
     series: [{ label: "bound", points: utility.map(([e, r]) => [e, r.utility.bounds[0].value]) }],
     x: `ε (δ = ${body.delta})`, y: measure ? measure.measure : "utility",
   });
+}
+
+function caption(figure, text) {
+  $(`${figure} figcaption`).textContent = text;
 }
 
 function plotRenyi(answer) {

@@ -16,7 +16,7 @@ WAIT_MS = 180_000  # a generous bound on a busy 2-core machine; the test waits o
 PLOTS_READY = "document.querySelector('#status').textContent === 'Answer and plots ready.'"
 
 
-def _calibrated(http, algorithm: str) -> float:
+def _calibration(http, algorithm: str) -> dict:
     detail = http.get(f"/v1/algorithms/{algorithm}").json()
     examples = detail["examples"]
     body = {
@@ -25,7 +25,11 @@ def _calibrated(http, algorithm: str) -> float:
         "target_epsilon": examples["target_epsilon"],
         "delta": 1e-5,
     }
-    return http.post("/v1/calibrate", json=body).json()["calibrated_value"]
+    return http.post("/v1/calibrate", json=body).json()
+
+
+def _calibrated(http, algorithm: str) -> float:
+    return _calibration(http, algorithm)["calibrated_value"]
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +67,24 @@ def test_the_calculator_computes_plots_and_stays_on_loopback(browser, live_serve
     assert page.locator("#plot-renyi svg polyline").count() == 1
     assert "epochs" in page.text_content("#plot-training svg")
     assert "add-remove" in page.text_content("#conventions")
+    # the curve is drawn by the headline's accountant and ends at its ε; every plot says which accountant drew it
+    headline = _calibration(http, "dp-sgd")
+    final = float(page.get_attribute("#plot-training .plot", "data-final-epsilon"))
+    assert final == pytest.approx(headline["epsilon"], rel=1e-4) and headline["accountant"] == "tight"
+    captions = page.locator("figure figcaption").all_text_contents()
+    assert len(captions) == 4 and all("accountant" in c for c in captions), captions
+    assert "(tight accountant)" in captions[0]
     page.screenshot(path=str(tmp_path / "calculator.png"), full_page=True)
     assert (tmp_path / "calculator.png").stat().st_size > 10_000
     assert "algorithm=dp-sgd" in page.url and "p.batch_size=256" in page.url  # the state is in the URL
+
+    # an invalid field: one message, naming it
+    page.fill("#param-batch_size", "1000000")
+    page.wait_for_function("!document.querySelector('#problem').hidden", timeout=WAIT_MS)
+    messages = page.locator("#problem p").all_text_contents()
+    assert len(messages) == 1 and messages[0].startswith("params.batch_size: must not exceed dataset_size"), messages
+    page.fill("#param-batch_size", "256")
+    _answer_is(page, sigma)
 
     # another algorithm: its own form and answer
     page.select_option("#algorithm", "phased-output-perturbation")
