@@ -42,6 +42,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/blas.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/jobs.py
+	$(BIN)/python benchmarks/cli.py
 
 ## lint: ruff (lint and format) and mypy (strict on accountants/, normal on app/; configured in pyproject.toml)
 lint: $(VENV)/.installed-test

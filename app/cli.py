@@ -16,7 +16,8 @@
     dpcal --version
 
 Requests run in-process by default (through the same HTTP application, so answers are identical), or against a
-running server with ``--url`` (default: the DPCAL_URL variable). Output is a readable summary, or the JSON answer
+running server with ``--url`` (default: the DPCAL_URL variable), by the standard library's HTTP client alone
+(:mod:`app.remote`: no web or accounting import, ~0.1 s of CPU a call). Output is a readable summary, or the JSON answer
 with ``--json``. Progress of ``verify`` goes to standard error: a bar on a terminal, a line per update otherwise,
 nothing with ``--quiet``. Output into a closed pipe (``| head``) ends quietly.
 Exit status: 0 on success, 2 when the service rejects the input (the problem is printed), 1 when it is unreachable
@@ -36,11 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-from pydantic import BaseModel
-
-from . import __version__
-from .client import AsyncDpcalClient, DpcalProblem
+from . import __version__, remote
+from .remote import Refused
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -66,11 +64,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "jobs":
         return _jobs(args)
     try:
-        answer = asyncio.run(_verify(args) if args.command == "verify" else _request(args))
-    except DpcalProblem as problem:
+        answer = asyncio.run(_verify(args)) if args.command == "verify" else remote.readable(_answer(args))
+    except Refused as problem:
         print(problem, file=sys.stderr)
         return 2
-    except (httpx.HTTPError, OSError) as error:
+    except OSError as error:  # urllib's URLError, and httpx's transport errors as ConnectionError (verify)
         print(f"dpcal: cannot reach {args.url}: {error}", file=sys.stderr)
         return 1
     except ValueError as error:  # bad --params / -p syntax
@@ -265,48 +263,42 @@ def _checkpoints(spec: str | None) -> list[int] | dict[str, int] | str | None:
         ) from None
 
 
-async def _request(args: argparse.Namespace) -> Any:
-    if args.url:
-        client = AsyncDpcalClient(args.url)
-    else:
-        from .main import app
-
-        client = AsyncDpcalClient("http://dpcal.in-process", transport=httpx.ASGITransport(app=app))
-    async with client:
-        if args.command == "algorithms":
-            return await (client.algorithm(args.id) if args.id else client.algorithms())
-        if args.command == "compose":
-            return await _compose(client, args)
-        params = _params(args)
-        if args.command in ("privacy", "statement"):
-            return await client.privacy(
-                args.algorithm,
-                params,
-                args.delta,
-                accountant=args.accountant,
-                orders=_orders(args),
-                refine_order=not args.no_refine,
-                checkpoints=_checkpoints(args.checkpoints),
-                statement=args.command == "statement" or args.statement,
-            )
-        if args.command == "calibrate":
-            return await client.calibrate(
-                args.algorithm,
-                params,
-                args.target_epsilon,
-                args.delta,
-                accountant=args.accountant,
-                orders=_orders(args),
-                calibrate=args.calibrate,
-                statement=args.statement,
-            )
-        return await client.utility(args.algorithm, params)
+Request = tuple[str, str, "dict[str, Any] | None"]
+"""(method, path, JSON body) of one request of the API."""
 
 
-async def _compose(client: AsyncDpcalClient, args: argparse.Namespace) -> Any:
+def _request(args: argparse.Namespace) -> Request:
+    """The request a command sends (the same in-process and to a server)."""
+    if args.command == "algorithms":
+        return "GET", f"/v1/algorithms/{args.id}" if args.id else "/v1/algorithms", None
+    if args.command == "compose":
+        return _compose(args)
+    params = _params(args)
+    if args.command == "utility":
+        return "POST", "/v1/utility", remote.body(args.algorithm, params)
+    options = {"delta": args.delta, "accountant": args.accountant, "orders": _orders(args)}
+    if args.command == "calibrate":
+        target = {"target_epsilon": args.target_epsilon, "calibrate": args.calibrate, "statement": args.statement}
+        return "POST", "/v1/calibrate", remote.body(args.algorithm, params, **options, **target)
+    return (
+        "POST",
+        "/v1/privacy",
+        remote.body(
+            args.algorithm,
+            params,
+            **options,
+            refine_order=not args.no_refine,
+            checkpoints=_checkpoints(args.checkpoints),
+            statement=args.command == "statement" or args.statement,
+        ),
+    )
+
+
+def _compose(args: argparse.Namespace) -> Request:
     """``dpcal compose FILE|-``: the tree's privacy, or with --calibrate the number at the pointer."""
-    tree = _tree(args.tree)
-    options: dict[str, Any] = {
+    options = {
+        "mechanism": _tree(args.tree),
+        "delta": args.delta,
         "accountant": args.accountant,
         "neighbouring": args.neighbouring,
         "orders": _orders(args),
@@ -315,13 +307,31 @@ async def _compose(client: AsyncDpcalClient, args: argparse.Namespace) -> Any:
         "statement": args.statement,
     }
     if args.calibrate is None:
-        return await client.compose(tree, args.delta, **options)
+        return "POST", "/v1/compose", remote.fields(**options)
     if args.target_epsilon is None:
         raise ValueError("--calibrate needs --target-epsilon")
     bounds = None if args.bounds is None else _numbers("--bounds", args.bounds)
-    return await client.compose_calibrate(
-        tree, args.calibrate, args.target_epsilon, args.delta, bounds=bounds, **options
-    )
+    target = {"calibrate": args.calibrate, "target_epsilon": args.target_epsilon, "bounds": bounds}
+    return "POST", "/v1/compose/calibrate", remote.fields(**options, **target)
+
+
+def _answer(args: argparse.Namespace) -> Any:
+    """The JSON answer to the command's request: from the server at --url by the standard library alone (the light
+    path: no web or accounting import), else from the service in this process."""
+    method, path, payload = _request(args)
+    if args.url:
+        return remote.call(args.url, method, path, payload)
+    return asyncio.run(_in_process(method, path, payload))
+
+
+async def _in_process(method: str, path: str, payload: dict[str, Any] | None) -> Any:
+    import httpx
+
+    from .client import AsyncDpcalClient, Call
+    from .main import app
+
+    async with AsyncDpcalClient("http://dpcal.in-process", transport=httpx.ASGITransport(app=app)) as client:
+        return await client.send(Call(method, path, Any, payload))
 
 
 def _tree(source: str) -> Any:
@@ -344,7 +354,21 @@ def _numbers(option: str, text: str) -> list[float]:
 
 
 async def _verify(args: argparse.Namespace) -> Any:
-    """Submit a job and poll it with a progress bar (on standard error) until it finishes."""
+    """Submit a job and poll it with a progress bar (on standard error) until it finishes (an unreachable server is a
+    :class:`ConnectionError`)."""
+    import httpx
+
+    try:
+        return await _run_job(args)
+    except httpx.TransportError as error:
+        raise ConnectionError(str(error)) from error
+
+
+async def _run_job(args: argparse.Namespace) -> Any:
+    import httpx
+
+    from .client import AsyncDpcalClient
+
     problem = json.loads(args.problem) if args.problem else None
     fields = {
         "target_epsilon": args.target_epsilon,
@@ -416,7 +440,7 @@ def _progress_bar(job: Any) -> None:
 
 
 def _plain(answer: Any) -> Any:
-    if isinstance(answer, BaseModel):
+    if hasattr(answer, "model_dump"):  # a typed answer (verify)
         return answer.model_dump(mode="json")
     if isinstance(answer, list):
         return [_plain(a) for a in answer]
@@ -646,6 +670,8 @@ def _openapi(args: argparse.Namespace) -> int:
 
 async def _example_answers() -> dict[str, dict[str, Any]]:
     """The in-process service's answer to every request example of the POST endpoints, by path and algorithm."""
+    import httpx
+
     from accountants.family import Operation
 
     from .main import create_app

@@ -21,6 +21,8 @@ from typing import Any, Generic, TypedDict, TypeVar, Unpack
 import httpx
 from pydantic import TypeAdapter
 
+from . import remote
+from .remote import Refused
 from .schemas import (
     AlgorithmDetail,
     AlgorithmSummary,
@@ -36,19 +38,14 @@ from .schemas import (
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
-class DpcalProblem(Exception):
-    """The service answered with problem details (4xx/5xx)."""
+class DpcalProblem(Refused):
+    """The service answered with problem details (4xx/5xx): ``problem`` typed, ``errors`` its fields."""
 
     def __init__(self, status: int, problem: Problem) -> None:
-        self.status = status
+        errors: list[ProblemField] = problem.errors or []
+        super().__init__(status, problem.title, problem.detail, [e.model_dump() for e in errors])
         self.problem = problem
-        self.errors: list[ProblemField] = problem.errors or []
-        lines = [f"{status} {problem.title}" + ("" if self.errors else f": {problem.detail}")]
-        lines += [
-            f"  {'.'.join(map(str, e.loc))}: {e.message}" + (f" (allowed: {e.allowed})" if e.allowed else "")
-            for e in self.errors
-        ]
-        super().__init__("\n".join(lines))
+        self.errors = errors
 
 
 def _decode(response: httpx.Response, kind: Any) -> Any:
@@ -130,19 +127,6 @@ class Call(Generic[T]):
         return result
 
 
-def _body(algorithm: str, params: Params, **fields: Any) -> dict[str, Any]:
-    return {"algorithm": algorithm, "params": dict(params)} | _fields(**fields)
-
-
-def _fields(**fields: Any) -> dict[str, Any]:
-    """The given fields as JSON (sequences as lists; None left out: the server's default)."""
-    return {
-        k: (list(v) if isinstance(v, Sequence) and not isinstance(v, str) else v)
-        for k, v in fields.items()
-        if v is not None
-    }
-
-
 class Calls:
     """The requests of the API, as :class:`Call` values."""
 
@@ -160,18 +144,20 @@ class Calls:
 
     @staticmethod
     def privacy(algorithm: str, params: Params, delta: float, options: PrivacyOptions) -> Call[PrivacyResponse]:
-        return Call("POST", "/v1/privacy", PrivacyResponse, _body(algorithm, params, delta=delta, **options))
+        return Call("POST", "/v1/privacy", PrivacyResponse, remote.body(algorithm, params, delta=delta, **options))
 
     @staticmethod
     def calibrate(
         algorithm: str, params: Params, target_epsilon: float, delta: float, options: CalibrationOptions
     ) -> Call[CalibrationResponse]:
-        body = _body(algorithm, params, target_epsilon=target_epsilon, delta=delta, **options)
+        body = remote.body(algorithm, params, target_epsilon=target_epsilon, delta=delta, **options)
         return Call("POST", "/v1/calibrate", CalibrationResponse, body)
 
     @staticmethod
     def compose(mechanism: Mapping[str, Any], delta: float, options: ComposeOptions) -> Call[PrivacyResponse]:
-        return Call("POST", "/v1/compose", PrivacyResponse, _fields(mechanism=dict(mechanism), delta=delta, **options))
+        return Call(
+            "POST", "/v1/compose", PrivacyResponse, remote.fields(mechanism=dict(mechanism), delta=delta, **options)
+        )
 
     @staticmethod
     def compose_calibrate(
@@ -181,21 +167,21 @@ class Calls:
         delta: float,
         options: ComposeCalibrationOptions,
     ) -> Call[CalibrationResponse]:
-        body = _fields(
+        body = remote.fields(
             mechanism=dict(mechanism), calibrate=pointer, target_epsilon=target_epsilon, delta=delta, **options
         )
         return Call("POST", "/v1/compose/calibrate", CalibrationResponse, body)
 
     @staticmethod
     def utility(algorithm: str, params: Params) -> Call[UtilityResponse]:
-        return Call("POST", "/v1/utility", UtilityResponse, _body(algorithm, params))
+        return Call("POST", "/v1/utility", UtilityResponse, remote.body(algorithm, params))
 
     @staticmethod
     def submit_job(algorithm: str, params: Params, delta: float, options: JobOptions) -> Call[JobOut]:
         fields: dict[str, Any] = dict(options)
         key = fields.pop("idempotency_key", None)
         headers = {"Idempotency-Key": str(key)} if key else None
-        return Call("POST", "/v1/jobs", JobOut, _body(algorithm, params, delta=delta, **fields), headers)
+        return Call("POST", "/v1/jobs", JobOut, remote.body(algorithm, params, delta=delta, **fields), headers)
 
     @staticmethod
     def job(job_id: str) -> Call[JobOut]:

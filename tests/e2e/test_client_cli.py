@@ -136,6 +136,16 @@ def test_cli_compose_reads_a_tree_from_a_file_or_standard_input(live_server, tmp
     assert missing.returncode == 2 and "cannot read the tree" in missing.stderr
 
 
+def test_the_cli_imports_nothing_heavy_before_it_needs_the_service():
+    """`dpcal --url …` is the light path: the command line's module loads no web client, no pydantic and no
+    accounting library (a remote call then costs ~0.1 s of CPU: benchmarks/cli.py)."""
+    code = "import sys, app.cli; print(sorted(m for m in ('httpx', 'pydantic', 'accountants', 'numpy') if m in sys.modules))"
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "[]", (run.stdout, run.stderr)
+
+
 def test_cli_privacy_algorithms_utility(live_server):
     result = dpcal(
         "privacy",
