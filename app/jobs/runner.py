@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from abc import ABC, abstractmethod
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,15 @@ class Runner(ABC):
 
     workers: int
 
+    def ready(self, timeout: float) -> bool:
+        """Whether the workers are started (waiting at most ``timeout`` seconds); a job is claimed only then, so its
+        running time and rate measure the run, not the workers' start."""
+        return True
+
+    def startup_left(self) -> float:
+        """Seconds until the workers are expected to be started (0 once they are)."""
+        return 0.0
+
     @abstractmethod
     def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         """Start blocks ``first``..``last``; the future yields their raw results."""
@@ -48,18 +58,62 @@ class Runner(ABC):
         """Stop the workers (pending runs are cancelled)."""
 
 
+MIN_START_SECONDS = 0.5
+"""The least a spawned worker's start is expected to take (Python and the accounting library with every family)."""
+
+
+def _start_worker(parent: int) -> None:
+    """A worker's initializer: it exits with the service (after a kill, a worker would wait forever on its own task
+    queue), and it has imported the library with every family (this module's imports) before its first task."""
+    exit_with_parent(parent, 0, 1.0)
+
+
+def _started() -> int:
+    return os.getpid()
+
+
+LOADED_CPU_SECONDS = time.process_time()
+"""This process's CPU time when this module was loaded: Python, the service and the library with every family, which
+is what a spawned worker loads before its first task."""
+
+
+def _expected_start() -> float:
+    """Seconds the workers are expected to take to start: :data:`LOADED_CPU_SECONDS`, stretched where other work
+    keeps the cores busy (the load average beyond this process, per core: measured 1–1.6 × the CPU time on a 2-core
+    machine at a load of 3–4.5, where the load average's own share would say 2.5)."""
+    cores = os.cpu_count() or 1
+    try:
+        others = max(0.0, os.getloadavg()[0] - 1.0)
+    except OSError:  # no load average on this platform
+        others = 0.0
+    return max(MIN_START_SECONDS, LOADED_CPU_SECONDS * max(1.0, others / cores))
+
+
 class ProcessPoolRunner(Runner):
     """A local pool of worker processes (spawned, so they share no state with the service; they exit when the
-    service process dies)."""
+    service process dies), started as soon as it is made: a first job does not wait for Python and the library to
+    load in its workers, and its estimate says how long they still need while they do."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=exit_with_parent,  # after a kill, a worker would wait forever on its own task queue
-            initargs=(os.getpid(), 0, 1.0),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
         )
+        self._created = time.monotonic()
+        self._expected = _expected_start()
+        self._starting = [self._pool.submit(_started) for _ in range(workers)]  # one per worker: each one spawns
+
+    def ready(self, timeout: float) -> bool:
+        _, pending = wait(self._starting, timeout=timeout)
+        return not pending
+
+    def startup_left(self) -> float:
+        if all(future.done() for future in self._starting):
+            return 0.0
+        return max(0.1 * self._expected, self._expected - (time.monotonic() - self._created))
 
     def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         return self._pool.submit(run_blocks, plan.to_json(), first, last)

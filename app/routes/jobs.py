@@ -106,7 +106,7 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
         response.headers["Location"] = f"/v1/jobs/{stored.id}"
         if not created:
             response.headers["Idempotent-Replayed"] = "true"
-        return job_out(stored)
+        return job_out(stored, manager.start_seconds())
 
     return submit
 
@@ -144,13 +144,15 @@ def list_jobs(
     page = jobs[:limit]
     following = page[-1].id if len(jobs) > limit else None
     if view == "summary":
-        return JobSummaryList(jobs=[job_summary(j) for j in page], next_cursor=following)
-    return JobList(jobs=[job_out(j) for j in page], next_cursor=following)
+        start = manager.start_seconds()
+        return JobSummaryList(jobs=[job_summary(j, start) for j in page], next_cursor=following)
+    start = manager.start_seconds()
+    return JobList(jobs=[job_out(j, start) for j in page], next_cursor=following)
 
 
 def get_job(manager: JobManagerDep, job_id: JobId) -> JobOut:
     """Status, progress, timestamps, the request, and the result or the error."""
-    return job_out(_stored(manager, job_id))
+    return job_out(_stored(manager, job_id), manager.start_seconds())
 
 
 def cancel_job(manager: JobManagerDep, response: Response, job_id: JobId) -> JobOut:
@@ -164,7 +166,7 @@ def cancel_job(manager: JobManagerDep, response: Response, job_id: JobId) -> Job
         raise _missing(job_id)
     if job.status == "running":
         response.status_code = 202
-    return job_out(job)
+    return job_out(job, manager.start_seconds())
 
 
 def _stored(manager: Any, job_id: str) -> Job:
@@ -178,25 +180,35 @@ def _missing(job_id: str) -> ApiProblem:
     return ApiProblem(404, "unknown-job", "Unknown job", f"no job {job_id!r}")
 
 
-def progress(job: Job) -> Progress:
-    """Trials done, the rate over the running time so far, and the time left at that rate."""
+def progress(job: Job, start_seconds: float = 0.0) -> Progress:
+    """Trials done, the rate over the running time so far, and the time left. Before any trial is measured: the
+    plan's estimate for the trials left plus ``start_seconds`` (the job manager's: its workers' start while they
+    start, and a job's fixed cost). Then the time left at the measured rate, weighed against the plan's estimate by
+    the share of trials done (the first chunks' rate carries the fixed cost of a first round trip: alone it made the
+    time left jump tenfold and back)."""
+    left = job.total - job.completed
     rate = job.completed / job.runtime if job.completed and job.runtime > 0 else None
     estimate = job.plan.get("estimated_seconds")
+    planned = estimate * left / job.total if estimate else None
+    eta: float | None
     if job.finished:
-        eta: float | None = 0.0
+        eta = 0.0
+    elif rate and planned is not None:
+        done = job.completed / job.total
+        eta = done * left / rate + (1.0 - done) * planned
     elif rate:
-        eta = (job.total - job.completed) / rate
-    else:  # nothing measured yet: the plan's estimate for the trials left
-        eta = estimate * (job.total - job.completed) / job.total if estimate else None
+        eta = left / rate
+    else:  # nothing measured yet
+        eta = None if planned is None else start_seconds + planned
     return Progress(completed=job.completed, total=job.total, trials_per_second=rate, eta_seconds=eta)
 
 
-def job_summary(job: Job) -> JobSummary:
+def job_summary(job: Job, start_seconds: float = 0.0) -> JobSummary:
     return JobSummary(
         id=job.id,
         algorithm=job.algorithm,
         status=job.status,
-        progress=progress(job),
+        progress=progress(job, start_seconds),
         created_at=iso(job.created_at) or "",
         started_at=iso(job.started_at),
         updated_at=iso(job.updated_at) or "",
@@ -204,7 +216,7 @@ def job_summary(job: Job) -> JobSummary:
     )
 
 
-def job_out(job: Job) -> JobOut:
+def job_out(job: Job, start_seconds: float = 0.0) -> JobOut:
     """A stored job as the API shows it."""
     plan = job.plan
     accounting = JobAccounting(
@@ -219,7 +231,7 @@ def job_out(job: Job) -> JobOut:
     return JobOut(
         id=job.id,
         status=job.status,
-        progress=progress(job),
+        progress=progress(job, start_seconds),
         created_at=iso(job.created_at),
         started_at=iso(job.started_at),
         updated_at=iso(job.updated_at),

@@ -23,8 +23,10 @@ class Progress(BaseModel):
     )
     eta_seconds: float | None = Field(
         None,
-        description="Estimated seconds of running left at that rate (before the first chunk: the plan's "
-        "estimated_seconds for the trials left; 0 once finished; null while unknown).",
+        description="Estimated seconds left: before the first chunk, the plan's estimated_seconds for the trials left "
+        "plus the job's start (the worker processes' start while they start, and a job's fixed cost); then the time "
+        "left at the measured rate weighed against that estimate by the share of trials done; 0 once finished; null "
+        "while unknown.",
         examples=[0.6],
     )
 
