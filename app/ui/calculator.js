@@ -301,7 +301,12 @@ function snippet(kind) {
     const call = path === "/v1/calibrate"
       ? `client.calibrate(${JSON.stringify(body.algorithm)}, ${JSON.stringify(body.params)}, target_epsilon=${body.target_epsilon}, delta=${body.delta}, accountant=${JSON.stringify(body.accountant)})`
       : `client.privacy(${JSON.stringify(body.algorithm)}, ${JSON.stringify(body.params)}, delta=${body.delta}, accountant=${JSON.stringify(body.accountant)})`;
-    code = `from app.client import DpcalClient\n\nwith DpcalClient(${JSON.stringify(base)}) as client:\n    answer = ${call.replaceAll("true", "True").replaceAll("false", "False")}\n    print(answer)`;
+    // the call and its headline, not the whole answer's repr (kilobytes of Rényi curve)
+    const shown = path === "/v1/calibrate"
+      ? "print(answer.calibrated_parameter, answer.calibrated_value, answer.epsilon, answer.accountant)"
+      : "print(answer.epsilon, answer.delta, answer.accountant)";
+    const python = call.replaceAll("true", "True").replaceAll("false", "False").replaceAll("null", "None");
+    code = `from app.client import DpcalClient\n\nwith DpcalClient(${JSON.stringify(base)}) as client:\n    answer = ${python}\n    ${shown}`;
   } else {
     const command = path === "/v1/calibrate" ? `calibrate ${body.algorithm} --target-epsilon ${body.target_epsilon}` : `privacy ${body.algorithm}`;
     code = `dpcal ${command} --params '${JSON.stringify(body.params)}' --delta ${body.delta} --accountant ${body.accountant} --url ${base}`;

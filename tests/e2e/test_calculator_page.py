@@ -4,12 +4,15 @@ plot, a change of algorithm, no request off the loopback address, and an axe-cor
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from ..support.browser import CHROMIUM, FLAGS
+from ..support.server import ROOT
 
 VENDOR = Path(__file__).parent.parent / "vendor" / "axe-core" / "axe.min.js"
 WAIT_MS = 180_000  # a generous bound on a busy 2-core machine; the test waits on the page's state, not on time
@@ -91,9 +94,14 @@ def test_the_calculator_computes_plots_and_stays_on_loopback(browser, live_serve
     _answer_is(page, _calibrated(http, "phased-output-perturbation"))
     assert "algorithm=phased-output-perturbation" in page.url
 
-    # copy as code produces the exact request
+    # copy as code produces the exact request; the Python one runs and prints the headline, not the answer's repr
     page.click("[data-copy=curl]")
     assert "/v1/calibrate" in page.text_content("#snippet")
+    page.click("[data-copy=python]")
+    run = subprocess.run(
+        [sys.executable, "-c", page.text_content("#snippet")], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.startswith("noise_multiplier ") and len(run.stdout) < 200, run
 
     # a verification job: progress with the time left (the plan's estimate at first), then measured against predicted
     page.evaluate(
