@@ -4,6 +4,8 @@ Positive cases (valid per the schema) and negative ones (invalid per the schema)
 answer conforms to the documented schema, status and content type, and schema-invalid input is rejected with 4xx.
 """
 
+import atexit
+import shutil
 import tempfile
 
 import pytest
@@ -22,9 +24,11 @@ from app.main import create_app
 from app.settings import Settings
 
 # jobs submitted by the fuzzer run for real: a private database and small limits keep them short
+FOLDER = tempfile.mkdtemp(prefix="dpcal-fuzz-")
+atexit.register(shutil.rmtree, FOLDER, ignore_errors=True)
 app = create_app(
     Settings(
-        jobs_db=f"{tempfile.mkdtemp(prefix='dpcal-fuzz-')}/jobs.sqlite3",
+        jobs_db=f"{FOLDER}/jobs.sqlite3",
         job_workers=1,
         job_max_trials=512,
         job_max_seconds=0.05,

@@ -5,6 +5,8 @@ the service (in-process, heavy answers in their own processes as in production):
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections import Counter
 from typing import Any
@@ -100,7 +102,9 @@ def _request(rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
 
 
 def test_no_tree_answers_5xx():
-    settings = Settings(jobs_db=f"{tempfile.mkdtemp(prefix='dpcal-fuzz-')}/jobs.sqlite3", request_timeout=600)
+    folder = tempfile.mkdtemp(prefix="dpcal-fuzz-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    settings = Settings(jobs_db=f"{folder}/jobs.sqlite3", request_timeout=600)
     rng = np.random.default_rng(2029)
     statuses: Counter[int] = Counter()
     with TestClient(create_app(settings)) as client:

@@ -6,6 +6,7 @@ No web import at module level: library tests run without the web stack (httpx is
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,9 +27,10 @@ def start_server(env: dict[str, str] | None = None, *args: str) -> tuple[subproc
     """A dpcal server on a free loopback port (``args``: more ``dpcal serve`` options); its job database is a fresh
     temporary file unless env names one."""
     port = free_port()
+    folder = tempfile.mkdtemp(prefix="dpcal-test-")  # the server's temporary files (TMPDIR), removed with it
     database = env.get("DPCAL_JOBS_DB") if env else None
     if database is None:
-        database = os.path.join(tempfile.mkdtemp(prefix="dpcal-test-"), "jobs.sqlite3")
+        database = os.path.join(folder, "jobs.sqlite3")
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
         cwd=ROOT,
@@ -36,12 +38,14 @@ def start_server(env: dict[str, str] | None = None, *args: str) -> tuple[subproc
             **os.environ,
             "DPCAL_LOG_LEVEL": "warning",
             "DPCAL_JOB_WORKERS": "2",
+            "TMPDIR": folder,
             **(env or {}),
             "DPCAL_JOBS_DB": database,
         },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    _FOLDERS[process.pid] = folder
     import httpx
 
     url = f"http://127.0.0.1:{port}"
@@ -93,10 +97,19 @@ def wait_until_idle(pid: int, window: float = 1.0, limit: float = 0.1, timeout: 
     raise AssertionError(f"process tree of {pid} still busy after {timeout} s")
 
 
+_FOLDERS: dict[int, str] = {}
+"""Each started server's temporary folder, by process id."""
+
+
 def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop the server and remove its temporary files (its job database, unless the caller named one, and what its
+    processes left in TMPDIR)."""
     process.terminate()
     try:
         process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=15)
+    folder = _FOLDERS.pop(process.pid, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
