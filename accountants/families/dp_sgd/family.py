@@ -18,7 +18,7 @@ from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
 from . import text
-from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, steps_and_rule
+from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, epochs_round_down, steps_and_rule
 from .privacy import (
     PAPER_REASON,
     UTILITY_REASON,
@@ -94,8 +94,7 @@ class DpSgd(PlannedFamily[DpSgdParams]):
         per_epoch = float(params.steps_per_epoch)
 
         def epoch_steps() -> list[int]:
-            floor = params.epoch_rounding == "floor" if params.framework is None else params.framework == "opacus"
-            rounding = math.floor if floor else math.ceil
+            rounding = math.floor if epochs_round_down(params) else math.ceil
             ends = [rounding(e * per_epoch) for e in range(1, math.ceil(steps / per_epoch) + 1)]
             return [t for t in ends if 1 <= t < steps] + [steps]
 

@@ -149,27 +149,35 @@ class DpSgdParams(ParamsModel):
         return self.clip_norm * (2.0 if self.neighbouring == "replace-one" else 1.0)
 
 
+def epochs_round_down(p: DpSgdParams) -> bool:
+    """Whether epochs become steps rounded down (floor): opacus's whole passes, or epoch_rounding='floor' without a
+    framework; the other frameworks round up."""
+    return p.epoch_rounding == "floor" if p.framework is None else p.framework == "opacus"
+
+
 def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
     assert p.epochs is not None  # steps are given otherwise
-    exact = Fraction(repr(p.epochs)) * p.steps_per_epoch
     if p.framework == "opacus":  # int(epochs / sample_rate): whole passes over its len(data_loader) batches
-        steps = math.floor(exact)
+        steps = math.floor(Fraction(repr(p.epochs)) * p.steps_per_epoch)
         return steps, (
             f"steps = epochs·len(data_loader) = epochs·⌈dataset_size/batch_size⌉ = {p.epochs:g}·{p.steps_per_epoch} "
             f"= {steps} (opacus)"
         )
-    rounding = "ceil" if p.framework is not None else p.epoch_rounding
-    steps = math.ceil(exact) if rounding == "ceil" else math.floor(exact)
     if p.framework == "tensorflow_privacy":  # its own float arithmetic: ceil(num_epochs / q), q = b/n
         steps = math.ceil(p.epochs / (p.batch_size / p.dataset_size))
+        return steps, (
+            f"steps = ceil(epochs/q), q = batch_size/dataset_size, in floating point = ceil({p.epochs:g}/"
+            f"({p.batch_size}/{p.dataset_size})) = {steps} (tensorflow_privacy)"
+        )
+    rounding = "floor" if epochs_round_down(p) else "ceil"
+    exact = Fraction(repr(p.epochs)) * p.steps_per_epoch
+    steps = math.floor(exact) if rounding == "floor" else math.ceil(exact)
     rule = (
         f"steps = {rounding}(epochs·dataset_size/batch_size) = {rounding}({p.epochs:g}·{p.dataset_size}/"
         f"{p.batch_size}) = {steps}"
     )
     if p.framework == "jax_privacy":
         rule += " (jax_privacy counts updates, num_updates: epochs converted as TF-Privacy does)"
-    elif p.framework == "tensorflow_privacy":
-        rule += " (tensorflow_privacy)"
     return steps, rule
 
 
