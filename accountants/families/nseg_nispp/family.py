@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ...errors import CalibrationError
 from ...family import Card
 from ...params import ParamsModel
 from ...plan_accounting import asks
@@ -146,10 +145,11 @@ class NoisyViFamily(PlannedFamily[S]):
         utility = self.calibrated_utility(at, z, target, delta)
         shown = {(r.name, r.value) for r in utility.applied}
         advice = tuple(r for r in self.advice(at, target, delta) if (r.name, r.value) not in shown)
-        try:
-            z_paper = statement.multiplier(target, delta)
-        except CalibrationError as error:  # the paper's multiplier is not a float: no paper calibration to show
-            return CalibrationDetails(utility.report, None, utility.applied + advice, (), paper_reason=str(error))
+        row = answered.row("paper")  # the paper's multiplier for the target (extra_calibrations)
+        if row is None or row.noise_multiplier is None:  # e.g. not a float: no paper calibration to show
+            reason = None if row is None else row.reason
+            return CalibrationDetails(utility.report, None, utility.applied + advice, (), paper_reason=reason)
+        z_paper = row.noise_multiplier
         rigorous = [r for r in answered.results if r.counts_for_best and r.calibrated_value is not None]
         smallest = min((r.calibrated_value for r in rigorous if r.calibrated_value), default=None)
         request = "best" if asks(answered.accountant, "tight") else "rdp"
