@@ -3,9 +3,12 @@ field (built from the report objects, ``from_attributes``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field
+
+from accountants.rdp import Neighbouring
+from accountants.reports import Guarantee
 
 from .common import Out
 
@@ -42,8 +45,8 @@ class AccountantOut(Out):
         description="How it was computed.", examples=["RDP of the Poisson-subsampled Gaussian …"]
     )
     reason: str | None = Field(description="Why it does not apply (when not applicable).", examples=[None])
-    kind: Literal["exact", "certified", "paper-valid", "paper-as-printed", "not-valid"] = Field(
-        "certified",
+    kind: Guarantee = Field(
+        Guarantee.CERTIFIED,
         description="What the number is, as data: exact, certified (a proven upper bound), paper-valid (a paper's "
         "statement the accountants confirm), paper-as-printed (not certified: never chosen by best) or not-valid "
         "(shown for comparison only, e.g. the Poisson ε of a shuffling loader: it does not hold for this "
@@ -54,12 +57,6 @@ class AccountantOut(Out):
     noise_multiplier: float | None = Field(
         description="For calibration: the noise multiplier this accountant needs.", examples=[1.1]
     )
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _kind_value(cls, kind: object) -> object:
-        """The library's :class:`~accountants.reports.Guarantee` as its value."""
-        return getattr(kind, "value", kind)
 
     calibrated_value: float | None = Field(
         description="For calibration: the value of the calibrated parameter (see calibrated_parameter) this "
@@ -80,7 +77,7 @@ class NoiseOut(Out):
 
 
 class ConventionsOut(Out):
-    neighbouring: Literal["add-remove", "replace-one"] = Field(
+    neighbouring: Neighbouring = Field(
         description="Neighbouring relation of the guarantee (the value a request's neighbouring takes).",
         examples=["add-remove"],
     )
