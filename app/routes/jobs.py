@@ -143,10 +143,9 @@ def list_jobs(
     jobs = manager.store.page(status, limit + 1, after)
     page = jobs[:limit]
     following = page[-1].id if len(jobs) > limit else None
-    if view == "summary":
-        start = manager.start_seconds()
-        return JobSummaryList(jobs=[job_summary(j, start) for j in page], next_cursor=following)
     start = manager.start_seconds()
+    if view == "summary":
+        return JobSummaryList(jobs=[job_summary(j, start) for j in page], next_cursor=following)
     return JobList(jobs=[job_out(j, start) for j in page], next_cursor=following)
 
 
