@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoints import CurveQuery, checkpoint_steps, epsilon_curve
-from ..errors import CalibrationError, ParameterError
+from ..errors import CalibrationError, ParameterError, UnsupportedAccountantError
 from ..events import (
     PoissonSampledEvent,
     SampledWithoutReplacementEvent,
@@ -269,25 +269,80 @@ def _integer(c: Composition, target: float, pointer: str, rule: KnobRule, low: f
 def _continuous(
     c: Composition, target: float, pointer: str, rule: KnobRule, low: float, high: float
 ) -> CalibrationReport:
+    """The calibration of a continuous knob within [low, high] (the tree's value is clamped there, so past an end ε
+    is the end's). The ends are evaluated only where the search does not land inside the range: the least private
+    end answers where it meets the target, the most private one says by how much a bounded range misses it."""
     knob = Knob(pointer, pointer, rule.larger_is_more_private)
-    least_private = low if rule.larger_is_more_private else high
-    plain = replace(c, checkpoints=None, statement=False)
-    if 0.0 < least_private < math.inf:
-        at_edge = _answer(plain, c.read(with_number(c.mechanism, pointer, least_private)))
-        if at_edge.epsilon <= target:  # the whole range meets the target: its least private end is the answer
-            report = _answer(c, c.read(with_number(c.mechanism, pointer, least_private)))
-            return calibration_of(report, target, pointer, least_private, reason=NO_REASON)
 
     def plan_at(noise: float) -> MechanismPlan:
         value = min(max(knob.from_noise(noise), low), high)
         tree = c.read(with_number(c.mechanism, pointer, value))
         return MechanismPlan(tree.event, c.neighbouring, tree.reserved_delta)
 
-    results = calibrate_plan(plan_at, c.delta, target, knob, c.accountant, c.grid)
-    chosen = choose_accountant(results, c.accountant, key="calibrated_value", largest=not rule.larger_is_more_private)
+    least_private = low if rule.larger_is_more_private else high
+    if _meets(c, target, pointer, least_private, "rdp"):  # cheap: then the whole range likely meets it
+        edge = _least_private_answer(c, target, pointer, least_private)
+        if edge is not None:
+            return edge
+    try:
+        results = calibrate_plan(plan_at, c.delta, target, knob, c.accountant, c.grid)
+        chosen = choose_accountant(
+            results, c.accountant, key="calibrated_value", largest=not rule.larger_is_more_private
+        )
+    except (CalibrationError, UnsupportedAccountantError) as error:
+        return _at_an_end(c, target, pointer, rule, (low, high), error)
     value = chosen.calibrated_value
     assert value is not None  # set on every applicable calibration result
     if not low <= value <= high:
-        raise CalibrationError(f"no value of {pointer} within [{low:g}, {high:g}] meets target_epsilon={target:g}")
+        return _at_an_end(c, target, pointer, rule, (low, high), None)
     report = _answer(c, c.read(with_number(c.mechanism, pointer, value)))
     return calibration_of(report, target, pointer, value, chosen=chosen, accountants=results, reason=NO_REASON)
+
+
+def _at_an_end(
+    c: Composition,
+    target: float,
+    pointer: str,
+    rule: KnobRule,
+    ends: tuple[float, float],
+    error: CalibrationError | UnsupportedAccountantError | None,
+) -> CalibrationReport:
+    """Where the search leaves [low, high] or fails: an error naming the most private end's ε where the range is
+    narrower than the knob's own and misses the target there; else the least private end where it meets the target
+    (the whole range does); the search's error otherwise."""
+    low, high = ends
+    least, most = (low, high) if rule.larger_is_more_private else (high, low)
+    if (low, high) != _range(rule, None) and 0.0 < most < math.inf:  # first: ε at the least private end is dearer
+        at_most = _epsilon_at(c, pointer, most, c.accountant)
+        if at_most > target:
+            raise CalibrationError(
+                f"no value of {pointer} within [{low:g}, {high:g}] meets target_epsilon={target:g}: even "
+                f"{pointer}={most:g} gives ε={at_most:.6g}; widen bounds or raise the target"
+            )
+    edge = _least_private_answer(c, target, pointer, least)
+    if edge is not None:
+        return edge
+    if error is not None:
+        raise error
+    raise CalibrationError(f"no value of {pointer} within [{low:g}, {high:g}] meets target_epsilon={target:g}")
+
+
+def _epsilon_at(c: Composition, pointer: str, value: float, accountant: str) -> float:
+    """ε of the tree with ``value`` at ``pointer`` by ``accountant`` (∞ where it certifies none)."""
+    plain = replace(c, checkpoints=None, statement=False, accountant=accountant)
+    try:
+        return _answer(plain, c.read(with_number(c.mechanism, pointer, value))).epsilon
+    except ParameterError:
+        return math.inf
+
+
+def _meets(c: Composition, target: float, pointer: str, value: float, accountant: str) -> bool:
+    return 0.0 < value < math.inf and _epsilon_at(c, pointer, value, accountant) <= target
+
+
+def _least_private_answer(c: Composition, target: float, pointer: str, least: float) -> CalibrationReport | None:
+    """The answer at the range's least private end where the request's accountant meets the target there."""
+    if not _meets(c, target, pointer, least, c.accountant):
+        return None
+    report = _answer(c, c.read(with_number(c.mechanism, pointer, least)))
+    return calibration_of(report, target, pointer, least, reason=NO_REASON)

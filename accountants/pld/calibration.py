@@ -62,13 +62,22 @@ class _Search:
         self.lowers: dict[float, Callable[[], float | None]] = {}
         """The lower bound of the smallest feasible noise evaluated (only its passes are kept alive)."""
         self.near: PldAnswer | None = None
+        self.events: dict[DpEvent, float] = {}
+        """The noise each distinct event was first evaluated at."""
 
     def __call__(self, noise: float) -> float:
         if noise not in self.values:
             if len(self.values) >= MAX_EVALUATIONS:
                 raise CalibrationError("the PLD calibration did not converge (please report this)")
+            event = self.event_at(noise)
+            if event in self.events:  # the same releases at another noise (a knob clamped to its range)
+                self.values[noise] = self.values[self.events[event]]
+                if self.events[event] in self.answers:
+                    self.answers[noise] = self.answers[self.events[event]]
+                return self.values[noise]
+            self.events[event] = noise
             try:
-                answer, lower = self.accountant.evaluate(self.event_at(noise), self.delta, near=self.near)
+                answer, lower = self.accountant.evaluate(event, self.delta, near=self.near)
             except ParameterError:  # no finite ε certified at this noise (δ below the error allowance)
                 self.values[noise] = math.inf
                 return math.inf

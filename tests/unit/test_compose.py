@@ -13,6 +13,7 @@ import pytest
 from accountants.errors import CalibrationError, ParameterError
 from accountants.pipeline import Composition, calibrate, privacy
 from accountants.pipeline.grammar import MAX_DEPTH, MAX_NODES
+from accountants.pipeline.pointer import with_number
 
 from ..support.oracles import DPA_ORDERS, dpa_pld_epsilon, dpa_rdp_epsilon, exact_poisson_rdp
 
@@ -160,6 +161,26 @@ def test_a_sampling_rate_whose_every_value_meets_the_target_is_one():
     tree = _phase(0.01, 50.0, 10)[0]
     found = calibrate(Composition(tree, DELTA, "rdp"), 5.0, "/mechanism/sampling_rate")
     assert found.calibrated_value == 1.0
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "tight"])
+def test_bounds_clamp_the_calibration_to_its_range(accountant):
+    """Within bounds: the unbounded answer where it lies inside them; the least private end where the whole range
+    meets the target (its ε below the target, checked by a privacy request there); an error naming the most private
+    end and its ε where none does (that ε checked too), not the search's own range."""
+    pointer = "/mechanisms/0/mechanism/mechanism/noise_multiplier"
+    free = calibrate(Composition(PIPELINE, DELTA, accountant), 3.0, pointer).calibrated_value
+    inside = calibrate(Composition(PIPELINE, DELTA, accountant), 3.0, pointer, (free / 2, free * 2))
+    assert inside.calibrated_value == pytest.approx(free, rel=1e-9)
+    at_end = calibrate(Composition(PIPELINE, DELTA, accountant), 3.0, pointer, (free * 1.5, free * 3))
+    assert at_end.calibrated_value == free * 1.5 and at_end.epsilon < 3.0
+    end = privacy(Composition(with_number(PIPELINE, pointer, free * 1.5), DELTA, accountant)).epsilon
+    assert at_end.epsilon == pytest.approx(end, rel=1e-9)
+    most = free / 2
+    missed = privacy(Composition(with_number(PIPELINE, pointer, most), DELTA, accountant)).epsilon
+    assert missed > 3.0
+    with pytest.raises(CalibrationError, match=rf"within \[{free / 4:g}, {most:g}\].*={most:g} gives ε={missed:.6g}"):
+        calibrate(Composition(PIPELINE, DELTA, accountant), 3.0, pointer, (free / 4, most))
 
 
 def test_checkpoints_equal_separate_answers():
