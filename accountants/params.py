@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import inspect
 import re
 import textwrap
 import types
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import FieldIssue, ParameterError
+from .errors import MAX_ISSUES, FieldIssue, ParameterError, more_issues
 
 MAX_COUNT = 10**12
 """The largest count (records, steps, samples) a family accepts unless it says otherwise."""
@@ -184,10 +186,12 @@ def parse_params(model: type[Model], data: Mapping[str, Any] | ParamsModel) -> M
 
 
 def field_issues(model: type[BaseModel], errors: Iterable[Mapping[str, Any]]) -> list[FieldIssue]:
-    """pydantic error dicts (locations relative to ``model``) as field issues with the allowed range of each field."""
-    properties = model.model_json_schema().get("properties", {})
+    """pydantic error dicts (locations relative to ``model``) as field issues with the allowed range of each field
+    (the first :data:`~accountants.errors.MAX_ISSUES`, then one issue counting the rest)."""
+    properties = _properties(model)
     issues = []
-    for error in errors:
+    errors = list(errors)
+    for error in errors[:MAX_ISSUES]:
         loc = tuple(error["loc"])
         field = str(loc[0]) if loc else ""
         allowed = allowed_range(properties.get(field, {})) if field in properties else None
@@ -199,7 +203,15 @@ def field_issues(model: type[BaseModel], errors: Iterable[Mapping[str, Any]]) ->
             expected = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
             message += did_you_mean(error["input"], expected)
         issues.append(FieldIssue(loc=loc, message=message, allowed=allowed, value=_shown(error)))
+    if len(errors) > MAX_ISSUES:
+        issues.append(more_issues(len(errors) - MAX_ISSUES))
     return issues
+
+
+@functools.lru_cache(maxsize=512)
+def _properties(model: type[BaseModel]) -> Mapping[str, Any]:
+    """The JSON-schema properties of ``model``, built once per model (a schema takes milliseconds to build)."""
+    return MappingProxyType(model.model_json_schema().get("properties", {}))
 
 
 def did_you_mean(given: str, valid: Iterable[str]) -> str:

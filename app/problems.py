@@ -19,11 +19,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from accountants import registry
 from accountants.errors import (
+    MAX_ISSUES,
     CalibrationError,
     FieldIssue,
     ParameterError,
     UnknownAlgorithmError,
     UnsupportedAccountantError,
+    more_issues,
 )
 from accountants.params import did_you_mean, field_issues
 from accountants.rdp import UnsupportedEventError
@@ -215,6 +217,9 @@ def _from_validation(errors: Sequence[Mapping[str, Any]], models: Mapping[str, t
     """FastAPI's request errors as problem details, with locations relative to the body and allowed ranges."""
     issues: list[FieldIssue] = []
     for error in errors:
+        if len(issues) == MAX_ISSUES:  # the rest counted, not described (each costs a schema lookup)
+            issues.append(more_issues(len(errors) - MAX_ISSUES, ("body",)))
+            break
         loc = list(error.get("loc", ()))
         if loc[:1] == ["body"]:
             loc = loc[1:]

@@ -148,3 +148,12 @@ def test_noise_std_is_checked_through_the_multiplier_it_gives():
         registry.get("dp-sgd").privacy(
             {k: v for k, v in FAMILY_BASE.items() if k != "noise_multiplier"} | {"noise_std": 1e-20}, 1e-5
         )
+
+
+def test_errors_name_the_first_fifty_issues_and_count_the_rest():
+    params = {"dataset_size": 60000, "batch_size": 256, "epochs": 60} | {f"x{i}": 1 for i in range(10**4)}
+    with pytest.raises(ParameterError) as raised:
+        registry.get("dp-sgd").parse(params)
+    issues = raised.value.issues
+    assert len(issues) == 51 and issues[0].message == "unknown field" and issues[0].loc == ("x0",)
+    assert issues[-1].message == "9950 more issues not listed (the first 50 are)"
