@@ -1,4 +1,4 @@
-# dpcal service image: slim Python 3.11, non-root, uvicorn on port 8000, health checked on /healthz.
+# dpcal service image: slim Python 3.11, non-root, `dpcal serve` (uvicorn) on port 8000, health checked on /healthz.
 # Build from the repository alone:  docker build -t dpcal .   Run:  docker run -p 8000:8000 dpcal
 FROM python:3.11-slim
 
@@ -24,4 +24,6 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"
 
-CMD ["sh", "-c", "exec uvicorn app.main:app --host \"$DPCAL_HOST\" --port \"$DPCAL_PORT\" --proxy-headers"]
+# dpcal serve: uvicorn with the service's log format (DPCAL_LOG_FORMAT=json for one JSON object per line), its
+# access line per request (request id, latency), no Server header; proxy headers trusted from 127.0.0.1 only
+CMD ["dpcal", "serve"]

@@ -503,6 +503,7 @@ def _serve(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     from .main import SUPERVISOR_VARIABLE
+    from .observability import uvicorn_log_config
 
     host, port = args.host or settings.host, args.port or settings.port
     workers = args.workers or settings.workers
@@ -519,7 +520,16 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if workers > 1:
         os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())
-    uvicorn.run("app.main:app", host=host, port=port, log_level=settings.log_level, workers=workers)
+    uvicorn.run(
+        "app.main:app",
+        host=host,
+        port=port,
+        log_level=settings.log_level,
+        workers=workers,
+        log_config=uvicorn_log_config(settings.log_format, settings.log_level),
+        access_log=False,  # the service writes one access line per request, with its id and latency
+        server_header=False,
+    )
     return 0
 
 

@@ -30,7 +30,7 @@ from starlette.requests import Request
 
 from accountants.family import AlgorithmFamily, Cost, Operation
 
-from . import worker
+from . import metrics, observability, worker
 from .host import HostSlots
 from .problems import ApiProblem
 from .settings import Settings
@@ -118,6 +118,7 @@ class Compute:
         of its own with the time budget."""
         key = AnswerCache.key(kind, body.model_dump(mode="json"))
         cached = self.cache.get(key)
+        observability.note_cache(cached is not None)
         if cached is not None:
             return cached
         if cost() is Cost.CHEAP:
@@ -130,7 +131,9 @@ class Compute:
     async def _heavy(self, request: Request, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         slot = self.slots.try_acquire()
         if slot is None:
+            metrics.OVERLOADED.labels("busy").inc()
             raise busy(self.settings)
+        metrics.HEAVY_RUNNING.inc()
         try:
             running = await run_in_threadpool(self._start, kind, function, args)
             answered = False
@@ -141,13 +144,17 @@ class Compute:
                 await run_in_threadpool(_end, running, answered)
         finally:
             HostSlots.release(slot)
+            metrics.HEAVY_RUNNING.dec()
         if status == "error":
             raise value
         return value
 
     def _start(self, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> _Running:
         receiver, sender = self._context.Pipe(duplex=False)
-        process = self._context.Process(target=worker.answer, args=(sender, function, args), name=f"dpcal-{kind}")
+        context = (observability.current_id(), self.settings.log_format, self.settings.log_level)
+        process = self._context.Process(
+            target=worker.answer, args=(sender, function, args, context), name=f"dpcal-{kind}"
+        )
         process.start()
         sender.close()
         return _Running(process, receiver)
@@ -163,6 +170,7 @@ class Compute:
             while not ready.done():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    metrics.OVERLOADED.labels("timeout").inc()
                     raise timed_out(self.settings)
                 try:
                     await asyncio.wait_for(asyncio.shield(ready), timeout=min(_POLL_SECONDS, remaining))

@@ -23,8 +23,10 @@ async def compute(request: Request) -> Compute:
     return answers
 
 
-def job_manager(request: Request) -> JobManager:
-    """The job manager, started with the app (or on first use where the host skips lifespan events)."""
+async def job_manager(request: Request) -> JobManager:
+    """The job manager, started with the app (or on first use where the host skips lifespan events). Async: no
+    thread hop, so /healthz does not queue behind the thread pool (the lock is only contended while the app starts or
+    stops)."""
     state = request.app.state
     with state.jobs_lock:
         if getattr(state, "jobs", None) is None:

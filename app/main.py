@@ -7,11 +7,11 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from fastapi import FastAPI
 
-from . import __version__, docs, problems, routes, ui
+from . import __version__, docs, metrics, problems, routes, ui
 from .compute import Compute
+from .gate import RequestGate
 from .host import exit_with_parent
 from .jobs.manager import JobManager
 from .settings import Settings
@@ -19,7 +19,6 @@ from .worker import pin_blas_threads
 
 SUPERVISOR_VARIABLE = "DPCAL_SUPERVISOR_PID"
 """Set by ``dpcal serve --workers N`` for its server processes: they exit when that supervisor is gone."""
-JSON_MEDIA_TYPES = ("application/json",)
 
 DESCRIPTION = """\
 Privacy accounting and noise calibration for differentially private machine learning.
@@ -53,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         compute.warm()
         with app.state.jobs_lock:
             app.state.jobs = JobManager(settings)
+            metrics.count_jobs_with(app.state.jobs.store.count)
             if settings.api_runs_jobs:  # else `dpcal worker` processes run the jobs this process accepts
                 app.state.jobs.start()
         yield
@@ -79,65 +79,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routes.include(app, bodies)
     app.add_middleware(RequestGate, max_body_bytes=settings.max_body_bytes)
     return app
-
-
-class RequestGate:
-    """Refuses, before any parsing, a body declared larger than the limit (413) and a POST body that is not JSON
-    (415). A plain ASGI middleware, so the endpoints still see the client's disconnection (Starlette's
-    ``BaseHTTPMiddleware`` would hide it, and abandoned heavy computations would run on)."""
-
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app, self.max_body_bytes = app, max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            request = Request(scope)
-            problem = self._refusal(request)
-            if problem is not None:
-                await problems.problem_response(request, problem)(scope, receive, send)
-                return
-            if scope["method"] == "HEAD":  # every GET answers HEAD: the same status and headers, no body
-                await self.app({**scope, "method": "GET"}, receive, _headers_only(send))
-                return
-        await self.app(scope, receive, send)
-
-    def _refusal(self, request: Request) -> problems.ApiProblem | None:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
-            return problems.ApiProblem(
-                413,
-                "too-large",
-                "Request body too large",
-                f"the body is limited to {self.max_body_bytes} bytes (DPCAL_MAX_BODY_BYTES)",
-            )
-        given = request.headers.get("content-type")
-        if request.method == "POST" and not _is_json(given):
-            return problems.ApiProblem(
-                415,
-                "unsupported-media-type",
-                "Unsupported media type",
-                "the body must be sent as application/json (Content-Type: application/json), got "
-                f"{'no Content-Type' if given is None else repr(given)}",
-            )
-        return None
-
-
-def _headers_only(send: Send) -> Send:
-    """``send`` without the body of the response (for HEAD)."""
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.body":
-            if message.get("more_body", False):
-                return
-            message = {"type": "http.response.body", "body": b"", "more_body": False}
-        await send(message)
-
-    return sending
-
-
-def _is_json(content_type: str | None) -> bool:
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    return media_type in JSON_MEDIA_TYPES or media_type.endswith("+json")
 
 
 def _exit_with_supervisor() -> None:

@@ -5,7 +5,8 @@ variable                   default       meaning
 =========================  ============  =====================================================
 ``DPCAL_HOST``             127.0.0.1     interface ``dpcal serve`` binds to
 ``DPCAL_PORT``             8000          port ``dpcal serve`` listens on
-``DPCAL_LOG_LEVEL``        info          uvicorn log level (critical, error, warning, info, debug)
+``DPCAL_LOG_LEVEL``        info          log level (critical, error, warning, info, debug)
+``DPCAL_LOG_FORMAT``       text          text, or json: one JSON object per line with the request id
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
 ``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
@@ -41,6 +42,7 @@ from pathlib import Path
 
 PREFIX = "DPCAL_"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+LOG_FORMATS = ("text", "json")
 
 
 class SettingsError(ValueError):
@@ -52,6 +54,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    log_format: str = "text"
     max_body_bytes: int = 1_000_000
     workers: int = 1
     request_timeout: float = 30.0
@@ -95,11 +98,9 @@ class Settings:
         _refuse_replaced(env)
         if f"{PREFIX}HOST" in env:
             values["host"] = env[f"{PREFIX}HOST"]
-        if f"{PREFIX}LOG_LEVEL" in env:
-            level = env[f"{PREFIX}LOG_LEVEL"].lower()
-            if level not in LOG_LEVELS:
-                raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
-            values["log_level"] = level
+        for name, choices in (("LOG_LEVEL", LOG_LEVELS), ("LOG_FORMAT", LOG_FORMATS)):
+            if f"{PREFIX}{name}" in env:
+                values[name.lower()] = _choice(env, name, choices)
         if f"{PREFIX}JOBS_DB" in env:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
         if f"{PREFIX}HOST_DIR" in env:
@@ -147,6 +148,13 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "JOB_LEASE_SECONDS": (float, 1.0, 1e5),
 }
 """The numeric settings (``DPCAL_`` + name): their type and range."""
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    value = env[f"{PREFIX}{name}"].strip().lower()
+    if value not in choices:
+        raise SettingsError(f"{PREFIX}{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _refuse_replaced(env: Mapping[str, str]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import accountants.pipeline  # noqa: F401  (compositions answered here are preloaded in the fork server)
 from accountants import registry
 
+from . import observability
 from .host import exit_with_parent
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -80,10 +81,21 @@ def family_operation(algorithm: str, operation: str, *args: Any) -> Any:
     return getattr(registry.get(algorithm), operation)(*args)
 
 
-def answer(connection: Connection, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def answer(
+    connection: Connection,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    context: tuple[str | None, str, str] = (None, "text", "info"),
+) -> None:
     """Run ``function(*args)`` and send ("ok", report) or ("error", exception) — the exception as :func:`portable`
-    makes it, so the parent raises one of the same type with the same fields and answers it as it would in-process."""
+    makes it, so the parent raises one of the same type with the same fields and answers it as it would in-process.
+    ``context``: the request's id and the service's log format and level (this process logs as the service does,
+    every line with the request's id)."""
     exit_with_parent(os.getppid())  # the fork server, which ends with the service
+    request_id, log_format, level = context
+    observability.configure(log_format, level)
+    if request_id is not None:
+        observability.CURRENT.set(observability.RequestInfo(request_id))
     try:
         outcome: tuple[str, Any] = ("ok", function(*args))
     except Exception as error:

@@ -38,6 +38,7 @@ from accountants.errors import FieldIssue, ParameterError
 from accountants.planning import plan_job
 from accountants.verification import BlockResult, JobPlan, block_sizes, sized_for_power, summarize
 
+from .. import metrics
 from ..host import try_lock
 from ..settings import Settings
 from .runner import DaskRunner, ProcessPoolRunner, Runner, RunnerLost
@@ -259,6 +260,16 @@ class JobManager:
             )
         finally:
             self._current = None
+            self._count_finished(job.id)
+
+    def _count_finished(self, job_id: str) -> None:
+        """The job's duration and outcome in ``/metrics`` where this attempt ended it."""
+        try:
+            final = self.store.get(job_id)
+        except sqlalchemy.exc.OperationalError:
+            return
+        if final is not None and final.status in ("succeeded", "failed", "cancelled"):
+            metrics.observe_job(final.algorithm, final.status, final.runtime)
 
     def _run(self, job: Job) -> None:
         """Run the job's remaining blocks in chunks on the runner, saving each chunk, until it finishes, fails, is

@@ -1,11 +1,15 @@
-"""``GET /healthz`` (liveness: the process answers, with the job store's state) and ``GET /readyz`` (readiness: 503
-while the job store cannot be reached)."""
+"""``GET /healthz`` (liveness: the process answers, with the job store's state), ``GET /readyz`` (readiness: 503
+while the job store cannot be reached) and ``GET /metrics`` (Prometheus; not in the OpenAPI document)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
-from .. import __version__
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from .. import __version__, metrics
 from ..deps import JobManagerDep
 from ..jobs.manager import JobManager
 from ..problems import ApiProblem
@@ -27,10 +31,19 @@ def _health(jobs: JobManager) -> tuple[Health, bool]:
     return Health(status="ok", version=__version__, store=store, job_runner=runner), reachable
 
 
+PROBES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpcal-probe")
+"""Threads of their own for the store's ping: /healthz and /readyz never wait behind the thread pool that answers
+cheap computations."""
+
+
+async def _probed(jobs: JobManager) -> tuple[Health, bool]:
+    return await asyncio.get_running_loop().run_in_executor(PROBES, _health, jobs)
+
+
 @router.get("/healthz", response_model=Health, summary="Liveness")
-def healthz(jobs: JobManagerDep) -> Health:
+async def healthz(jobs: JobManagerDep) -> Health:
     """The service is up; its version, whether the job store answers, and who runs jobs."""
-    return _health(jobs)[0]
+    return (await _probed(jobs))[0]
 
 
 @router.get(
@@ -39,11 +52,17 @@ def healthz(jobs: JobManagerDep) -> Health:
     summary="Readiness",
     responses={503: {"content": PROBLEM_CONTENT, "description": "The job store cannot be reached."}},
 )
-def readyz(jobs: JobManagerDep) -> Health:
+async def readyz(jobs: JobManagerDep) -> Health:
     """Ready to accept requests and jobs: 503 while the job store cannot be reached."""
-    health, reachable = _health(jobs)
+    health, reachable = await _probed(jobs)
     if not reachable:
         raise ApiProblem(
             503, "store-unreachable", "Job store unreachable", f"the job store does not answer: {health.store}"
         )
     return health
+
+
+@router.get("/metrics", include_in_schema=False)
+def prometheus_metrics() -> Response:
+    """This server process in Prometheus's text format (:mod:`app.metrics`)."""
+    return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)

@@ -46,6 +46,7 @@ def test_a_request_over_budget_is_stopped_and_answered_504():
         assert "DPCAL_REQUEST_TIMEOUT" in body["detail"] and "2 s" in body["detail"] and "rdp" in body["detail"]
         assert body["budget_seconds"] == 2
         assert_stopped(process.pid)
+        assert 'dpcal_overloaded_total{reason="timeout"} 1.0' in httpx.get(f"{url}/metrics").text
     finally:
         stop_server(process)
 
@@ -75,6 +76,8 @@ def test_heavy_requests_beyond_the_limit_get_503_while_cheap_ones_answer():
             assert cheap.status_code == 200 and cheap.json()["accountant"] == "rdp"
             assert runner.is_alive()
             assert http.get("/healthz").status_code == 200
+            scraped = http.get("/metrics").text
+            assert 'dpcal_overloaded_total{reason="busy"} 1.0' in scraped and "dpcal_heavy_running 1.0" in scraped
         runner.join(timeout=120)
         assert isinstance(outcome["slow"], httpx.Response) and outcome["slow"].status_code == 200
         assert outcome["slow"].json()["epsilon"] <= 3.0

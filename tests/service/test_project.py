@@ -179,6 +179,6 @@ def test_dockerfile_essentials():
     assert docker.startswith("#") and "FROM python:3.11-slim" in docker
     assert "\nUSER dpcal" in docker and "useradd" in docker
     assert "EXPOSE 8000" in docker and "HEALTHCHECK" in docker and "/healthz" in docker
-    assert "uvicorn app.main:app" in docker and 'pip install ".${EXTRAS' in docker
+    assert 'CMD ["dpcal", "serve"]' in docker and 'pip install ".${EXTRAS' in docker
     for path in ("pyproject.toml", "README.md", "accountants", "app"):
         assert path in docker

@@ -1,0 +1,177 @@
+"""What the service says about itself: a request id for every request, and log lines as text or JSON.
+
+* **Request id.** Taken from the client's ``X-Request-ID`` where it is a short token (letters, digits, ``._:-``, at
+  most 128 characters), else generated; echoed on the response, held in :data:`CURRENT` while the request runs
+  and carried to whatever runs for it (a heavy computation's process, a job's record), so that every line logged for
+  one request carries its id.
+* **Logs.** ``DPCAL_LOG_FORMAT=text`` (default) or ``json``: one JSON object per line (time, level, logger, message,
+  request id, and the fields a line adds: method, route, status, latency, cache, job), tracebacks inside the line.
+  One access line per request (``dpcal.access``) with its latency replaces uvicorn's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+
+@dataclass
+class RequestInfo:
+    """What the access line of the request being answered will say beyond its status: its id, and whether its
+    answer came from the cache (``hit``/``miss``; None where no cache was consulted)."""
+
+    id: str
+    cache: str | None = None
+
+
+CURRENT: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar("dpcal_request", default=None)
+"""The request being answered (None outside one); shared by the threads and tasks working for it."""
+FIELDS = ("request_id", "method", "route", "status", "latency_ms", "cache", "job_id", "client")
+"""The fields a log line may add to its message (``extra=``), in the order a JSON line shows them."""
+
+_ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+access_log = logging.getLogger("dpcal.access")
+
+
+def request_id(given: str | None) -> str:
+    """The client's request id where it is a short token, else a new one (32 hex digits)."""
+    if given is not None and _ACCEPTED_ID.fullmatch(given):
+        return given
+    return uuid.uuid4().hex
+
+
+def current_id() -> str | None:
+    """The id of the request being answered (None outside one)."""
+    info = CURRENT.get()
+    return None if info is None else info.id
+
+
+def note_cache(hit: bool) -> None:
+    """The answer of the request being answered came from the cache (or not)."""
+    info = CURRENT.get()
+    if info is not None:
+        info.cache = "hit" if hit else "miss"
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds the current request's id to every record that has none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "request_id", None) is None:
+            record.request_id = current_id()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for field in FIELDS:
+            value = getattr(record, field, None)
+            if value is not None:
+                line[field] = value
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """``level logger [request id] message field=value …``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        rid = getattr(record, "request_id", None)
+        fields = " ".join(
+            f"{name}={getattr(record, name)}"
+            for name in FIELDS[1:]
+            if getattr(record, name, None) is not None and name != "route"
+        )
+        text = f"{record.levelname}: {record.name}{f' [{rid}]' if rid else ''} {record.getMessage()}"
+        text = f"{text} {fields}" if fields else text
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    return JsonFormatter() if log_format == "json" else TextFormatter()
+
+
+def configure(log_format: str, level: str) -> None:
+    """The ``dpcal`` loggers write to standard error in ``log_format`` (idempotent: one handler); for a process a
+    server starts (a heavy computation's)."""
+    logger = logging.getLogger("dpcal")
+    for handler in list(logger.handlers):
+        if getattr(handler, "dpcal", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler()
+    handler.dpcal = True  # type: ignore[attr-defined]  # marks the handler this function owns
+    handler.setFormatter(formatter(log_format))
+    handler.addFilter(RequestIdFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if level == "trace" else level.upper())
+    logger.propagate = False
+
+
+def uvicorn_log_config(log_format: str, level: str) -> dict[str, Any]:
+    """The logging of a server process (``dpcal serve`` passes it to uvicorn, which applies it in every server
+    process): the ``dpcal`` loggers and uvicorn's own in ``log_format`` (uvicorn's access log is off: ``dpcal.access``
+    has one line per request). The service embedded in another program (the in-process CLI, tests) logs as that
+    program configures."""
+    level_name = "DEBUG" if level == "trace" else level.upper()
+    name = "app.observability.JsonFormatter" if log_format == "json" else "app.observability.TextFormatter"
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"dpcal": {"()": name}},
+        "filters": {"request_id": {"()": "app.observability.RequestIdFilter"}},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "dpcal",
+                "filters": ["request_id"],
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "loggers": {
+            "dpcal": {"handlers": ["default"], "level": level_name, "propagate": False},
+            "uvicorn": {"handlers": ["default"], "level": level_name},
+            "uvicorn.error": {"level": level_name},
+            "uvicorn.access": {"handlers": [], "propagate": False},
+        },
+    }
+
+
+def log_access(scope: Mapping[str, Any], status: int, started: float, info: RequestInfo) -> None:
+    """The request's access line: method, route (the path template where one matched), status, latency."""
+    route = scope.get("route")
+    client = scope.get("client")
+    access_log.info(
+        "%s %s %d",
+        scope.get("method"),
+        scope.get("path"),
+        status,
+        extra={
+            "method": scope.get("method"),  # GET for a HEAD request (the gate answers it as a GET without body)
+            "route": getattr(route, "path", None) or scope.get("path"),
+            "status": status,
+            "latency_ms": round((time.perf_counter() - started) * 1000.0, 3),
+            "cache": info.cache,
+            "request_id": info.id,
+            "client": None if not client else client[0],
+        },
+    )
