@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, remote
+from . import __version__, keys, remote
 from .remote import Refused
 from .summaries import summary
 
@@ -64,6 +64,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return _worker()
     if args.command == "jobs":
         return _jobs(args)
+    if args.command == "keys":
+        settings = _environment_settings()
+        return 2 if settings is None else keys.run(args, settings)
     try:
         answer = asyncio.run(_verify(args)) if args.command == "verify" else remote.readable(_answer(args))
     except Refused as problem:
@@ -204,7 +207,7 @@ def _verify_command(commands: Any) -> None:
 
 
 def _operations_commands(commands: Any) -> None:
-    """The commands that act on the service itself: worker, jobs, openapi."""
+    """The commands that act on the service itself: worker, jobs, keys, openapi."""
     commands.add_parser(
         "worker",
         help="run verification jobs from the job store (DPCAL_JOBS_DB), apart from the API processes",
@@ -214,6 +217,7 @@ def _operations_commands(commands: Any) -> None:
     jobs.add_argument("id", nargs="?", help="the job (show, requeue)")
     jobs.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
     jobs.add_argument("--limit", type=int, default=20, help="jobs listed (newest first)")
+    keys.add_parser(commands)
     openapi = commands.add_parser("openapi", help="write the OpenAPI document")
     openapi.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
     openapi.add_argument(

@@ -205,9 +205,17 @@ class DpcalClient:
     """Synchronous client. ``transport`` lets tests or embedders pass any httpx transport."""
 
     def __init__(
-        self, base_url: str = DEFAULT_URL, *, timeout: float = 60.0, transport: httpx.BaseTransport | None = None
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        api_key: str | None = None,
     ) -> None:
-        self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        """``api_key``: sent as ``Authorization: Bearer`` (default: ``DPCAL_API_KEY`` where it is set)."""
+        self._http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport, headers=remote.auth_headers(api_key)
+        )
 
     def __enter__(self) -> DpcalClient:
         return self
@@ -293,9 +301,17 @@ class AsyncDpcalClient:
     """Asynchronous client, same methods as :class:`DpcalClient`, awaitable."""
 
     def __init__(
-        self, base_url: str = DEFAULT_URL, *, timeout: float = 60.0, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+        """``api_key``: sent as ``Authorization: Bearer`` (default: ``DPCAL_API_KEY`` where it is set)."""
+        self._http = httpx.AsyncClient(
+            base_url=base_url, timeout=timeout, transport=transport, headers=remote.auth_headers(api_key)
+        )
 
     async def __aenter__(self) -> AsyncDpcalClient:
         return self

@@ -1,5 +1,5 @@
-"""What the routes depend on: the app's compute and job manager (set up by :func:`app.main.create_app`) and the
-location of the library's parameter errors in a request body."""
+"""What the routes depend on: the app's compute and job manager (set up by :func:`app.main.create_app`), who is
+asking (:mod:`app.auth`) and the location of the library's parameter errors in a request body."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from accountants.errors import ParameterError
 from accountants.family import AlgorithmFamily
 
+from .auth import ANONYMOUS, Principal, Scope, bearer_token, digest, unauthorized
 from .compute import Compute
 from .jobs.manager import JobManager
 from .problems import params_location
@@ -37,8 +39,30 @@ async def job_manager(request: Request) -> JobManager:
         return manager
 
 
+async def principal(request: Request) -> Principal:
+    """Who is asking (:mod:`app.auth`): anonymous under ``DPCAL_AUTH=none``, else the holder of the bearer key (401
+    without a live one)."""
+    if request.app.state.settings.auth == "none":
+        return ANONYMOUS
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise unauthorized("no bearer token")
+    manager = await job_manager(request)
+    holder = await run_in_threadpool(manager.store.key_holder, digest(token))
+    if holder is None:
+        raise unauthorized("unknown or revoked key")
+    return Principal(holder[0], Scope(holder[1]))
+
+
+async def accounting_principal(request: Request) -> None:
+    """The accounting endpoints: open, or (``DPCAL_AUTH_ACCOUNTING=required``) for any principal with a key."""
+    if request.app.state.settings.auth_accounting == "required":
+        await principal(request)
+
+
 ComputeDep = Annotated[Compute, Depends(compute)]
 JobManagerDep = Annotated[JobManager, Depends(job_manager)]
+PrincipalDep = Annotated[Principal, Depends(principal)]
 
 
 @contextmanager

@@ -6,6 +6,7 @@ little more than Python's own start. Also what the full client (:mod:`app.client
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -44,11 +45,22 @@ def body(algorithm: str, params: Mapping[str, Any], **given: Any) -> dict[str, A
     return {"algorithm": algorithm, "params": dict(params)} | fields(**given)
 
 
+API_KEY_VARIABLE = "DPCAL_API_KEY"
+"""The API key clients send (``Authorization: Bearer``) where none is given: for a server with DPCAL_AUTH=api-key."""
+
+
+def auth_headers(api_key: str | None = None) -> dict[str, str]:
+    """``Authorization: Bearer KEY`` for ``api_key``, else for :data:`API_KEY_VARIABLE`, else nothing."""
+    key = api_key or os.environ.get(API_KEY_VARIABLE)
+    return {"authorization": f"Bearer {key}"} if key else {}
+
+
 def call(base_url: str, method: str, path: str, payload: Mapping[str, Any] | None = None) -> Any:
     """The JSON answer of ``method path`` on the server at ``base_url``; :class:`Refused` for problem details,
     :class:`OSError` (``urllib.error.URLError``) where the server cannot be reached."""
     data = None if payload is None else json.dumps(payload).encode()
     headers = {"accept": "application/json"} | ({"content-type": "application/json"} if data is not None else {})
+    headers |= auth_headers()
     request = urllib.request.Request(base_url.rstrip("/") + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as response:

@@ -7,6 +7,8 @@ variable                   default       meaning
 ``DPCAL_PORT``             8000          port ``dpcal serve`` listens on
 ``DPCAL_LOG_LEVEL``        info          log level (critical, error, warning, info, debug)
 ``DPCAL_LOG_FORMAT``       text          text, or json: one JSON object per line with the request id
+``DPCAL_AUTH``             none          none (one anonymous principal), or api-key (``dpcal keys``; app/auth.py)
+``DPCAL_AUTH_ACCOUNTING``  open          open, or required: the accounting endpoints need a key too
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
 ``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
@@ -55,6 +57,8 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     log_format: str = "text"
+    auth: str = "none"
+    auth_accounting: str = "open"
     max_body_bytes: int = 1_000_000
     workers: int = 1
     request_timeout: float = 30.0
@@ -98,7 +102,13 @@ class Settings:
         _refuse_replaced(env)
         if f"{PREFIX}HOST" in env:
             values["host"] = env[f"{PREFIX}HOST"]
-        for name, choices in (("LOG_LEVEL", LOG_LEVELS), ("LOG_FORMAT", LOG_FORMATS)):
+        choices_of = (
+            ("LOG_LEVEL", LOG_LEVELS),
+            ("LOG_FORMAT", LOG_FORMATS),
+            ("AUTH", ("none", "api-key")),
+            ("AUTH_ACCOUNTING", ("open", "required")),
+        )
+        for name, choices in choices_of:
             if f"{PREFIX}{name}" in env:
                 values[name.lower()] = _choice(env, name, choices)
         if f"{PREFIX}JOBS_DB" in env:

@@ -162,9 +162,14 @@ class JobManager:
             raise JobRejected(too_long(plan, s.job_max_seconds))
         return plan
 
-    def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[Job, bool]:
-        """Store a job (or return the one already stored under ``idempotency_key`` for the same body)."""
+    def submit(
+        self, body: dict[str, Any], idempotency_key: str | None, principal: str | None = None
+    ) -> tuple[Job, bool]:
+        """Store a job for ``principal`` (None: no authentication), or return the one already stored under
+        ``idempotency_key`` for the same body; keys are per principal (stored as ``principal`` + newline + key)."""
         request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        if idempotency_key is not None and principal is not None:
+            idempotency_key = f"{principal}\n{idempotency_key}"
         if idempotency_key is not None:
             known = self._known(idempotency_key, request_hash)
             if known is not None:
@@ -178,6 +183,7 @@ class JobManager:
             plan.trials,
             idempotency_key,
             self.settings.job_max_queued,
+            principal,
         )
         self._wake.set()
         return job, created

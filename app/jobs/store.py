@@ -62,7 +62,17 @@ JOBS = sa.Table(
     sa.Column("finished_at", sa.Double),
     sa.Column("result", sa.Text),
     sa.Column("error", sa.Text),
+    sa.Column("principal", sa.Text),
     sa.Index("jobs_status", "status", "seq"),
+)
+API_KEYS = sa.Table(
+    "api_keys",
+    METADATA,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("digest", sa.Text, nullable=False, unique=True),
+    sa.Column("created_at", sa.Double, nullable=False),
+    sa.Column("revoked_at", sa.Double),
 )
 CHUNKS = sa.Table(
     "chunks",
@@ -81,7 +91,18 @@ def _create_tables(connection: Connection) -> None:
     METADATA.create_all(connection, tables=[JOBS, CHUNKS], checkfirst=True)
 
 
-MIGRATIONS: tuple[tuple[int, str, Callable[[Connection], None]], ...] = ((1, "jobs and chunks", _create_tables),)
+def _add_principals(connection: Connection) -> None:
+    """Version 2: API keys (their SHA-256 digests, never the keys) and each job's principal (NULL: submitted without
+    authentication)."""
+    METADATA.create_all(connection, tables=[API_KEYS], checkfirst=True)
+    if "principal" not in {c["name"] for c in sa.inspect(connection).get_columns("jobs")}:
+        connection.execute(sa.text("ALTER TABLE jobs ADD COLUMN principal TEXT"))
+
+
+MIGRATIONS: tuple[tuple[int, str, Callable[[Connection], None]], ...] = (
+    (1, "jobs and chunks", _create_tables),
+    (2, "API keys and job principals", _add_principals),
+)
 """The schema's versions, in order: (version, what it adds, how). A store applies those above its version."""
 
 CREATION_LOCK = 0x64706361  # "dpca": the advisory lock that serialises job creation on PostgreSQL
@@ -119,6 +140,8 @@ class Job:
     error: dict[str, Any] | None
     idempotency_key: str | None
     request_hash: str
+    principal: str | None = None
+    """Who submitted it (None: submitted without authentication)."""
 
     @property
     def finished(self) -> bool:
@@ -209,6 +232,7 @@ class JobStore:
         total: int,
         idempotency_key: str | None,
         max_queued: int,
+        principal: str | None = None,
     ) -> tuple[Job, bool]:
         """Insert a queued job; returns (job, created). With a known idempotency key and the same request hash the
         existing job is returned (created=False); a different hash raises :class:`IdempotencyConflict`. Raises
@@ -236,6 +260,7 @@ class JobStore:
                     request=json.dumps(request),
                     request_hash=request_hash,
                     idempotency_key=idempotency_key,
+                    principal=principal,
                     plan=json.dumps(plan),
                     total=total,
                     created_at=now,
@@ -254,10 +279,14 @@ class JobStore:
         with self._transaction() as db:
             return self._row(db, job_id)
 
-    def page(self, status: str | None, limit: int, after_seq: int | None = None) -> list[Job]:
-        """Jobs newest first (by creation sequence), optionally of one status, with seq below ``after_seq`` (None:
-        from the newest)."""
+    def page(
+        self, status: str | None, limit: int, after_seq: int | None = None, principal: str | None = None
+    ) -> list[Job]:
+        """Jobs newest first (by creation sequence), optionally of one status and one principal's, with seq below
+        ``after_seq`` (None: from the newest)."""
         query = sa.select(JOBS)
+        if principal is not None:
+            query = query.where(JOBS.c.principal == principal)
         if after_seq is not None:
             query = query.where(JOBS.c.seq < after_seq)
         if status:
@@ -274,6 +303,35 @@ class JobStore:
     def count(self, status: str) -> int:
         with self._transaction() as db:
             return int(db.execute(sa.select(sa.func.count()).where(JOBS.c.status == status)).scalar() or 0)
+
+    # -- API keys ----------------------------------------------------------------------------------------------------
+
+    def add_key(self, name: str, scope: str, digest: str) -> bool:
+        """Store a key's digest under a new name (False where the name is taken)."""
+        with self._transaction() as db:
+            if db.execute(sa.select(API_KEYS.c.name).where(API_KEYS.c.name == name)).first() is not None:
+                return False
+            db.execute(API_KEYS.insert().values(name=name, scope=scope, digest=digest, created_at=time.time()))
+            return True
+
+    def api_keys(self) -> list[dict[str, Any]]:
+        """Every key: name, scope, created_at, revoked_at (never the digest)."""
+        columns = (API_KEYS.c.name, API_KEYS.c.scope, API_KEYS.c.created_at, API_KEYS.c.revoked_at)
+        with self._transaction() as db:
+            return [dict(row) for row in db.execute(sa.select(*columns).order_by(API_KEYS.c.name)).mappings()]
+
+    def revoke_key(self, name: str) -> bool:
+        """Revoke the key (False where no live key has that name)."""
+        live = (API_KEYS.c.name == name) & API_KEYS.c.revoked_at.is_(None)
+        with self._transaction() as db:
+            return bool(db.execute(API_KEYS.update().where(live).values(revoked_at=time.time())).rowcount)
+
+    def key_holder(self, digest: str) -> tuple[str, str] | None:
+        """(name, scope) of the live key with this digest, or None."""
+        live = (API_KEYS.c.digest == digest) & API_KEYS.c.revoked_at.is_(None)
+        with self._transaction() as db:
+            row = db.execute(sa.select(API_KEYS.c.name, API_KEYS.c.scope).where(live)).first()
+        return None if row is None else (str(row[0]), str(row[1]))
 
     # -- the life of a job -------------------------------------------------------------------------------------------
 
@@ -528,4 +586,5 @@ def _job(row: Any) -> Job:
         error=json.loads(row["error"]) if row["error"] else None,
         idempotency_key=row["idempotency_key"],
         request_hash=row["request_hash"],
+        principal=row["principal"],
     )

@@ -8,8 +8,9 @@ Request bodies are unions over the registered families, so the routes that take 
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
+from ..deps import accounting_principal
 from ..schemas import CALIBRATE_FIELDS, PRIVACY_FIELDS, UTILITY_FIELDS, RequestBody, job_fields
 from . import accounting, algorithms, compose, jobs, service
 
@@ -26,8 +27,9 @@ def request_bodies() -> dict[str, RequestBody]:
 
 def include(app: FastAPI, bodies: dict[str, RequestBody]) -> None:
     """Every route of the service, in the order the OpenAPI document lists them."""
-    app.include_router(algorithms.router)
-    app.include_router(accounting.build_router(bodies))
-    app.include_router(compose.router)
+    accounting_access = [Depends(accounting_principal)]  # open, or a key required (DPCAL_AUTH_ACCOUNTING)
+    app.include_router(algorithms.router, dependencies=accounting_access)
+    app.include_router(accounting.build_router(bodies), dependencies=accounting_access)
+    app.include_router(compose.router, dependencies=accounting_access)
     app.include_router(jobs.build_router(bodies["/v1/jobs"]))
     app.include_router(service.router)

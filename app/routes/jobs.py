@@ -9,7 +9,8 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response
 
 from accountants import registry
 
-from ..deps import JobManagerDep, in_params
+from ..auth import ANONYMOUS, Principal, forbidden
+from ..deps import JobManagerDep, PrincipalDep, in_params
 from ..jobs.store import IdempotencyConflict, Job, QueueFull, iso
 from ..problems import ApiProblem
 from ..schemas import JobAccounting, JobList, JobOut, JobStatus, JobSummary, JobSummaryList, Progress, RequestBody
@@ -17,7 +18,7 @@ from .examples import job_examples
 from .responses import PROBLEM_CONTENT, errors
 
 RETRY_AFTER_SECONDS = 10
-SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = errors(400, 404, 413, 415, 422) | {
+SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = errors(400, 401, 403, 404, 408, 413, 415, 422) | {
     409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
     429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
 }
@@ -51,7 +52,7 @@ def build_router(body: RequestBody) -> APIRouter:
         list_jobs,
         methods=["GET"],
         response_model=JobList | JobSummaryList,
-        responses=errors(422),
+        responses=errors(401, 422),
         summary="List jobs",
     )
     router.add_api_route(
@@ -59,7 +60,7 @@ def build_router(body: RequestBody) -> APIRouter:
         get_job,
         methods=["GET"],
         response_model=JobOut,
-        responses=UNKNOWN_JOB | errors(422),
+        responses=errors(401, 422) | UNKNOWN_JOB,
         summary="A job",
     )
     finished = {"content": PROBLEM_CONTENT, "description": "The job has already finished."}
@@ -68,7 +69,15 @@ def build_router(body: RequestBody) -> APIRouter:
         cancel_job,
         methods=["DELETE"],
         response_model=JobOut,
-        responses=UNKNOWN_JOB | errors(422) | {409: finished},
+        responses=errors(401, 403, 422)
+        | UNKNOWN_JOB
+        | {
+            409: finished,
+            202: {
+                "model": JobOut,
+                "description": "Cancellation requested: a running job stops after its chunk in progress.",
+            },
+        },
         summary="Cancel a job",
     )
     return router
@@ -78,15 +87,18 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
     def submit(
         response: Response,
         manager: JobManagerDep,
+        principal: PrincipalDep,
         job: Annotated[job_type, Body(openapi_examples=job_examples())],
         idempotency_key: IdempotencyKey = None,
     ) -> JobOut:
         """Run the algorithm many times on a synthetic problem (after calibrating the noise, if a target ε is
         given) and measure utility and an empirical lower bound on ε. Answers 202 with the queued job; poll the
         Location."""
+        if not principal.submits:
+            raise forbidden(principal, "it may read jobs, not submit them")
         try:
             with in_params(registry.get(job.algorithm)):
-                stored, created = manager.submit(job.model_dump(mode="json"), idempotency_key)
+                stored, created = manager.submit(job.model_dump(mode="json"), idempotency_key, _submitter(principal))
         except IdempotencyConflict as conflict:
             raise ApiProblem(
                 409,
@@ -113,6 +125,7 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
 
 def list_jobs(
     manager: JobManagerDep,
+    principal: PrincipalDep,
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status.")] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="Jobs per page.")] = 50,
     cursor: Annotated[str | None, Query(max_length=64, description="next_cursor of the previous page.")] = None,
@@ -125,7 +138,7 @@ def list_jobs(
     after = None
     if cursor is not None:
         seq = manager.store.seq(cursor)
-        if seq is None:
+        if seq is None or not principal.owns(_stored(manager, cursor).principal):
             raise ApiProblem(
                 422,
                 "invalid-request",
@@ -140,7 +153,7 @@ def list_jobs(
                 ],
             )
         after = seq
-    jobs = manager.store.page(status, limit + 1, after)
+    jobs = manager.store.page(status, limit + 1, after, None if principal.sees_all else principal.name)
     page = jobs[:limit]
     following = page[-1].id if len(jobs) > limit else None
     start = manager.start_seconds()
@@ -149,15 +162,17 @@ def list_jobs(
     return JobList(jobs=[job_out(j, start) for j in page], next_cursor=following)
 
 
-def get_job(manager: JobManagerDep, job_id: JobId) -> JobOut:
+def get_job(manager: JobManagerDep, principal: PrincipalDep, job_id: JobId) -> JobOut:
     """Status, progress, timestamps, the request, and the result or the error."""
-    return job_out(_stored(manager, job_id), manager.start_seconds())
+    return job_out(_stored(manager, job_id, principal), manager.start_seconds())
 
 
-def cancel_job(manager: JobManagerDep, response: Response, job_id: JobId) -> JobOut:
+def cancel_job(manager: JobManagerDep, principal: PrincipalDep, response: Response, job_id: JobId) -> JobOut:
     """Cancel a queued job (at once) or a running one (it stops after the chunk in progress: 202 until then);
     a finished job is a 409."""
-    before = _stored(manager, job_id)
+    before = _stored(manager, job_id, principal)
+    if not principal.submits:
+        raise forbidden(principal, "it may read jobs, not cancel them")
     if before.finished:
         raise ApiProblem(409, "job-finished", "Job already finished", f"job {job_id} is {before.status}")
     job = manager.cancel(job_id)
@@ -168,11 +183,17 @@ def cancel_job(manager: JobManagerDep, response: Response, job_id: JobId) -> Job
     return job_out(job, manager.start_seconds())
 
 
-def _stored(manager: Any, job_id: str) -> Job:
+def _stored(manager: Any, job_id: str, principal: Principal = ANONYMOUS) -> Job:
+    """The job, where this principal may see it (another principal's job is missing: a 404, not a 403)."""
     job: Job | None = manager.store.get(job_id)
-    if job is None:
+    if job is None or not principal.owns(job.principal):
         raise _missing(job_id)
     return job
+
+
+def _submitter(principal: Principal) -> str | None:
+    """The principal a job records (None without authentication: jobs stored before it existed look the same)."""
+    return None if principal is ANONYMOUS else principal.name
 
 
 def _missing(job_id: str) -> ApiProblem:

@@ -9,8 +9,18 @@ from ..problems import PROBLEM_MEDIA_TYPE
 PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"content": PROBLEM_CONTENT, "description": "Malformed JSON."},
+    401: {
+        "content": PROBLEM_CONTENT,
+        "description": "No live API key (DPCAL_AUTH=api-key; for accounting only with DPCAL_AUTH_ACCOUNTING=required): "
+        "send Authorization: Bearer <key>.",
+    },
+    403: {
+        "content": PROBLEM_CONTENT,
+        "description": "The key's scope does not allow this (read: no submit or cancel).",
+    },
     404: {"content": PROBLEM_CONTENT, "description": "Unknown algorithm (the problem lists the valid ids)."},
-    413: {"content": PROBLEM_CONTENT, "description": "Request body too large."},
+    408: {"content": PROBLEM_CONTENT, "description": "The request body did not arrive within 30 seconds."},
+    413: {"content": PROBLEM_CONTENT, "description": "Request body too large (declared, or received in chunks)."},
     415: {"content": PROBLEM_CONTENT, "description": "The body is not sent as application/json."},
     422: {"content": PROBLEM_CONTENT, "description": "Invalid input: each offending field with what is allowed."},
     503: {
@@ -23,7 +33,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "The computation exceeded the request budget (DPCAL_REQUEST_TIMEOUT) and was stopped.",
     },
 }
-POST_ERRORS: dict[int | str, dict[str, Any]] = {k: ERRORS[k] for k in (400, 404, 413, 415, 422, 503, 504)}
+POST_ERRORS: dict[int | str, dict[str, Any]] = {k: ERRORS[k] for k in (400, 401, 404, 408, 413, 415, 422, 503, 504)}
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
