@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import multiprocessing
 import multiprocessing.forkserver
@@ -78,6 +79,8 @@ class Compute:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.slots = HostSlots(settings.host_directory / "heavy", settings.max_heavy)
+        self.running_by: collections.Counter[str] = collections.Counter()
+        """Heavy computations running in this process by requester (DPCAL_AUTH=api-key: its share is bounded)."""
         self.cache = AnswerCache(settings.cache_size)
         self._context = multiprocessing.get_context("forkserver")
         # each forked child runs the main script (`dpcal`, or `python -m app.cli`) again: multiprocessing's
@@ -129,11 +132,17 @@ class Compute:
         return report
 
     async def _heavy(self, request: Request, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        requester: str | None = getattr(request.state, "requester", None)
+        if requester is not None and self.running_by[requester] >= self.settings.heavy_per_principal:
+            metrics.OVERLOADED.labels("share").inc()
+            raise share_used(self.settings, requester)
         slot = self.slots.try_acquire()
         if slot is None:
             metrics.OVERLOADED.labels("busy").inc()
             raise busy(self.settings)
         metrics.HEAVY_RUNNING.inc()
+        if requester is not None:
+            self.running_by[requester] += 1
         try:
             running = await run_in_threadpool(self._start, kind, function, args)
             answered = False
@@ -145,6 +154,8 @@ class Compute:
         finally:
             HostSlots.release(slot)
             metrics.HEAVY_RUNNING.dec()
+            if requester is not None:
+                self.running_by[requester] -= 1
         if status == "error":
             raise value
         return value
@@ -222,6 +233,17 @@ def busy(settings: Settings) -> ApiProblem:
         f"{RETRY_AFTER_SECONDS} s, or ask for accountant 'rdp' (a Rényi bound, answered at once)",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         max_heavy=settings.max_heavy,
+    )
+
+
+def share_used(settings: Settings, requester: str) -> ApiProblem:
+    return ApiProblem(
+        503,
+        "heavy-share",
+        "Heavy computations at this requester's share",
+        f"{requester} already runs {settings.heavy_per_principal} heavy computations here "
+        f"(DPCAL_PRINCIPAL_MAX_HEAVY); retry after {RETRY_AFTER_SECONDS} s, or ask for accountant 'rdp'",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
 
 

@@ -55,9 +55,16 @@ async def principal(request: Request) -> Principal:
 
 
 async def accounting_principal(request: Request) -> None:
-    """The accounting endpoints: open, or (``DPCAL_AUTH_ACCOUNTING=required``) for any principal with a key."""
-    if request.app.state.settings.auth_accounting == "required":
-        await principal(request)
+    """The accounting endpoints: open, or (``DPCAL_AUTH_ACCOUNTING=required``) for any principal with a key. Under
+    ``DPCAL_AUTH=api-key`` the requester (the key's principal, else the client's address) is noted for its share of
+    the heavy computations (``request.state.requester``)."""
+    settings = request.app.state.settings
+    if settings.auth == "none":
+        return
+    if settings.auth_accounting == "required" or request.headers.get("authorization"):
+        request.state.requester = f"principal {(await principal(request)).name!r}"
+    else:
+        request.state.requester = f"client {request.client.host if request.client else 'unknown'}"
 
 
 ComputeDep = Annotated[Compute, Depends(compute)]

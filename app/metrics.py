@@ -2,7 +2,8 @@
 
 Series: ``dpcal_requests_total`` and ``dpcal_request_duration_seconds`` by route template (``unmatched`` for a path
 no route serves, so a scanner cannot grow the label set), method and status class; ``dpcal_overloaded_total`` by
-reason (``busy``: 503, no heavy slot; ``timeout``: 504, over the time budget); ``dpcal_heavy_running`` (heavy
+reason (``busy``: 503, no heavy slot; ``share``: 503, the requester's share of them in use; ``timeout``: 504, over
+the time budget); ``dpcal_heavy_running`` (heavy
 computations this process runs now); ``dpcal_jobs`` by status (from the job store at scrape time);
 ``dpcal_job_duration_seconds`` by algorithm and outcome (jobs this process's worker finished), and the process's own
 (CPU, memory, file descriptors). Under ``dpcal serve --workers N`` each server process counts its own requests.

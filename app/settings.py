@@ -9,6 +9,9 @@ variable                   default       meaning
 ``DPCAL_LOG_FORMAT``       text          text, or json: one JSON object per line with the request id
 ``DPCAL_AUTH``             none          none (one anonymous principal), or api-key (``dpcal keys``; app/auth.py)
 ``DPCAL_AUTH_ACCOUNTING``  open          open, or required: the accounting endpoints need a key too
+``DPCAL_PRINCIPAL_MAX_QUEUED`` 8         queued jobs one principal may have (DPCAL_AUTH=api-key; more: 429)
+``DPCAL_PRINCIPAL_MAX_HEAVY``  MAX_HEAVY−1 heavy computations one principal (or keyless client address) may run at
+                                        once in a server process (DPCAL_AUTH=api-key; at least 1; more: 503)
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
 ``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
@@ -59,6 +62,8 @@ class Settings:
     log_format: str = "text"
     auth: str = "none"
     auth_accounting: str = "open"
+    principal_max_queued: int = 8
+    principal_max_heavy: int | None = None
     max_body_bytes: int = 1_000_000
     workers: int = 1
     request_timeout: float = 30.0
@@ -94,6 +99,12 @@ class Settings:
             return Path(f"{self.jobs_db}.host")
         digest = hashlib.sha256(self.jobs_db.encode()).hexdigest()[:16]
         return Path(tempfile.gettempdir()) / f"dpcal-{digest}.host"
+
+    @property
+    def heavy_per_principal(self) -> int:
+        """Heavy computations one principal may run at once in a server process: the setting, else all slots but
+        one (so another principal always finds one), at least 1."""
+        return self.principal_max_heavy or max(1, self.max_heavy - 1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -150,6 +161,8 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "JOB_WORKERS": (int, 1, 256),
     "JOB_MAX_TRIALS": (int, 2, 10**7),
     "JOB_MAX_QUEUED": (int, 1, 10**6),
+    "PRINCIPAL_MAX_QUEUED": (int, 1, 10**6),
+    "PRINCIPAL_MAX_HEAVY": (int, 1, 1024),
     "JOB_MAX_ATTEMPTS": (int, 1, 100),
     "JOB_CHUNK_BLOCKS": (int, 1, 10**4),
     "REQUEST_TIMEOUT": (float, 0.1, 86400.0),

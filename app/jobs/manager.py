@@ -184,6 +184,7 @@ class JobManager:
             idempotency_key,
             self.settings.job_max_queued,
             principal,
+            self.settings.principal_max_queued,
         )
         self._wake.set()
         return job, created

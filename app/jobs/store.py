@@ -233,10 +233,12 @@ class JobStore:
         idempotency_key: str | None,
         max_queued: int,
         principal: str | None = None,
+        principal_max_queued: int | None = None,
     ) -> tuple[Job, bool]:
         """Insert a queued job; returns (job, created). With a known idempotency key and the same request hash the
         existing job is returned (created=False); a different hash raises :class:`IdempotencyConflict`. Raises
-        :class:`QueueFull` when ``max_queued`` jobs are already waiting."""
+        :class:`QueueFull` when ``max_queued`` jobs are already waiting, or ``principal_max_queued`` of the
+        principal's."""
         now = time.time()
         with self._transaction() as db:
             self._serialise(db)
@@ -249,6 +251,11 @@ class JobStore:
             queued = db.execute(sa.select(sa.func.count()).where(JOBS.c.status == "queued")).scalar() or 0
             if queued >= max_queued:
                 raise QueueFull(queued)
+            if principal is not None and principal_max_queued is not None:
+                mine = (JOBS.c.status == "queued") & (JOBS.c.principal == principal)
+                own = db.execute(sa.select(sa.func.count()).where(mine)).scalar() or 0
+                if own >= principal_max_queued:
+                    raise QueueFull(own, principal)
             seq = (db.execute(sa.select(sa.func.max(JOBS.c.seq))).scalar() or 0) + 1
             job_id = uuid.uuid4().hex
             db.execute(
@@ -557,11 +564,11 @@ class _NoLock:
 
 
 class QueueFull(Exception):
-    """As many jobs as allowed are already waiting."""
+    """As many jobs as allowed are already waiting (the service's, or ``principal``'s own)."""
 
-    def __init__(self, queued: int) -> None:
+    def __init__(self, queued: int, principal: str | None = None) -> None:
         super().__init__(queued)
-        self.queued = queued
+        self.queued, self.principal = queued, principal
 
 
 def _job(row: Any) -> Job:

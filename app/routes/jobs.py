@@ -108,11 +108,14 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
                 job=conflict.job.id,
             ) from None
         except QueueFull as full:
+            whose = "are already queued (DPCAL_JOB_MAX_QUEUED)"
+            if full.principal is not None:
+                whose = f"of {full.principal!r} are already queued (DPCAL_PRINCIPAL_MAX_QUEUED)"
             raise ApiProblem(
                 429,
                 "queue-full",
                 "Too many queued jobs",
-                f"{full.queued} jobs are already queued (DPCAL_JOB_MAX_QUEUED); retry later",
+                f"{full.queued} jobs {whose}; retry later",
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             ) from None
         response.headers["Location"] = f"/v1/jobs/{stored.id}"

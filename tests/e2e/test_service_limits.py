@@ -163,3 +163,53 @@ def test_two_server_processes_run_each_job_once_and_survive_a_kill(tmp_path):
     finally:
         if first.poll() is None:
             first.kill()
+
+
+def test_one_principal_flooding_does_not_stop_another(tmp_path):
+    """DPCAL_AUTH=api-key: alice's heavy requests beyond her share are 503 while bob's run, and her queued jobs
+    beyond DPCAL_PRINCIPAL_MAX_QUEUED are 429 while bob's are accepted."""
+    from app.auth import digest
+
+    from ..support.jobs import body as job_body
+
+    database = str(tmp_path / "jobs.sqlite3")
+    store = JobStore(database)
+    for name in ("alice", "bob"):
+        store.add_key(name, "jobs", digest(f"key-{name}"))
+    store.close()
+    env = {
+        "DPCAL_JOBS_DB": database,
+        "DPCAL_AUTH": "api-key",
+        "DPCAL_MAX_HEAVY": "2",  # each principal's share: 1
+        "DPCAL_PRINCIPAL_MAX_QUEUED": "2",
+        "DPCAL_EMBEDDED_WORKERS": "0",  # jobs stay queued
+        "DPCAL_REQUEST_TIMEOUT": "120",
+    }
+    alice, bob = ({"Authorization": f"Bearer key-{name}"} for name in ("alice", "bob"))
+    process, url = start_server(env)
+    try:
+        outcome: dict[str, httpx.Response] = {}
+        runner = threading.Thread(
+            target=lambda: outcome.update(slow=httpx.post(f"{url}/v1/calibrate", json=SLOW, headers=alice, timeout=120))
+        )
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not computing(process.pid):
+            assert time.monotonic() < deadline and runner.is_alive(), "alice's request never started computing"
+            time.sleep(0.05)
+        with httpx.Client(base_url=url, timeout=120) as http:
+            again = http.post("/v1/calibrate", json={**SLOW, "target_epsilon": 2.5}, headers=alice)
+            assert_problem(again, 503)
+            assert "alice" in again.json()["detail"] and "DPCAL_PRINCIPAL_MAX_HEAVY" in again.json()["detail"]
+            other = http.post("/v1/privacy", json={**CHEAP, "accountant": "tight"}, headers=bob)
+            assert other.status_code == 200 and other.json()["accountant"] == "tight"  # a heavy answer for bob
+            for trials in (64, 128):
+                assert http.post("/v1/jobs", json=job_body(trials=trials), headers=alice).status_code == 202
+            full = http.post("/v1/jobs", json=job_body(trials=192), headers=alice)
+            assert_problem(full, 429)
+            assert "alice" in full.json()["detail"] and int(full.headers["Retry-After"]) >= 1
+            assert http.post("/v1/jobs", json=job_body(trials=192), headers=bob).status_code == 202
+        runner.join(timeout=120)
+        assert outcome["slow"].status_code == 200
+    finally:
+        stop_server(process)
