@@ -26,3 +26,19 @@ def test_the_compose_file_describes_apis_workers_postgres_and_dask():
     assert len(databases) == 1 and databases.pop().startswith("postgresql://")
     assert services["api-1"]["build"]["args"]["EXTRAS"] == "postgres,dask"
     assert "ARG EXTRAS" in (ROOT / "Dockerfile").read_text()
+
+
+def test_no_secret_in_the_compose_file_and_the_scheduler_is_not_published():
+    """The PostgreSQL password comes from the environment (compose refuses to start without it); the Dask scheduler
+    (it runs pickled code) publishes no port; the APIs publish on loopback only and authenticate by default."""
+    text = (ROOT / "deploy" / "compose.yaml").read_text()
+    services = yaml.safe_load(text)["services"]
+    assert (
+        services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+        == "${DPCAL_POSTGRES_PASSWORD:?set DPCAL_POSTGRES_PASSWORD}"
+    )
+    database = services["api-1"]["environment"]["DPCAL_JOBS_DB"]
+    assert "${DPCAL_POSTGRES_PASSWORD:?" in database and "dpcal:dpcal@" not in text
+    assert "ports" not in services["dask-scheduler"] and "ports" not in services["dask-worker"]
+    assert all(port.startswith("127.0.0.1:") for name in ("api-1", "api-2") for port in services[name]["ports"])
+    assert services["api-1"]["environment"]["DPCAL_AUTH"] == "${DPCAL_AUTH:-api-key}"
