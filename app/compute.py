@@ -156,6 +156,8 @@ class Compute:
             metrics.HEAVY_RUNNING.dec()
             if requester is not None:
                 self.running_by[requester] -= 1
+                if not self.running_by[requester]:  # no entry per past client: the counter stays small
+                    del self.running_by[requester]
         if status == "error":
             raise value
         return value
