@@ -51,6 +51,7 @@ class RequestGate:
         info = observability.RequestInfo(observability.request_id(request.headers.get(observability.REQUEST_ID_HEADER)))
         token = observability.CURRENT.set(info)
         response = _Response(send, info.id)
+        routed = scope  # the scope the router sees (and notes the matched route in)
         try:
             problem = self._refusal(request)
             if problem is None and scope["method"] in BODY_METHODS:
@@ -58,15 +59,16 @@ class RequestGate:
             if problem is not None:
                 await problems.problem_response(request, problem)(scope, receive, response.send)
             elif scope["method"] == "HEAD":  # every GET answers HEAD
-                scope = {**scope, "method": "GET"}
-                await self.app(scope, receive, _headers_only(response.send))
+                routed = {**scope, "method": "GET"}
+                await self.app(routed, receive, _headers_only(response.send))
             else:
                 await self.app(scope, receive, response.send)
         finally:
             observability.CURRENT.reset(token)
-            observability.log_access(scope, response.status, started, info)
-            route = getattr(scope.get("route"), "path", None)  # the template the router matched
-            metrics.observe_request(route, request.method, response.status, time.perf_counter() - started)
+            route = getattr(routed.get("route"), "path", None)  # the template the router matched
+            seconds = time.perf_counter() - started
+            observability.log_access(scope, route, response.status, seconds, info)
+            metrics.observe_request(route, request.method, response.status, seconds)
 
     async def _buffered(self, receive: Receive) -> tuple[Receive, problems.ApiProblem | None]:
         """The whole body read here, whatever its encoding, within the limit and :data:`BODY_SECONDS` (413 past

@@ -3,10 +3,10 @@
 Series: ``dpcal_requests_total`` and ``dpcal_request_duration_seconds`` by route template (``unmatched`` for a path
 no route serves, so a scanner cannot grow the label set), method and status class; ``dpcal_overloaded_total`` by
 reason (``busy``: 503, no heavy slot; ``share``: 503, the requester's share of them in use; ``timeout``: 504, over
-the time budget); ``dpcal_heavy_running`` (heavy
-computations this process runs now); ``dpcal_jobs`` by status (from the job store at scrape time);
-``dpcal_job_duration_seconds`` by algorithm and outcome (jobs this process's worker finished), and the process's own
-(CPU, memory, file descriptors). Under ``dpcal serve --workers N`` each server process counts its own requests.
+the time budget); ``dpcal_heavy_running`` (heavy computations this process runs now); ``dpcal_jobs`` by status (from
+the job store at scrape time); ``dpcal_job_duration_seconds`` by algorithm and outcome (jobs this process's worker
+finished), and the process's own (CPU, memory, file descriptors). Under ``dpcal serve --workers N`` each server
+process counts its own requests.
 """
 
 from __future__ import annotations
@@ -17,16 +17,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, His
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .jobs.store import STATUSES
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 JOB_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
-JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 
 REQUESTS = Counter("dpcal_requests", "HTTP requests answered", ("route", "method", "status"))
 LATENCY = Histogram(
     "dpcal_request_duration_seconds", "Time to answer an HTTP request", ("route", "method"), buckets=LATENCY_BUCKETS
 )
-OVERLOADED = Counter("dpcal_overloaded", "Heavy requests refused (busy: 503) or stopped (timeout: 504)", ("reason",))
+OVERLOADED = Counter(
+    "dpcal_overloaded", "Heavy requests refused (busy, share: 503) or stopped (timeout: 504)", ("reason",)
+)
 HEAVY_RUNNING = Gauge("dpcal_heavy_running", "Heavy computations this server process runs now")
 JOB_DURATION = Histogram(
     "dpcal_job_duration_seconds", "Run time of finished jobs", ("algorithm", "outcome"), buckets=JOB_BUCKETS
@@ -53,7 +56,7 @@ class JobCounts(Collector):
     def collect(self):  # type: ignore[no-untyped-def]  # prometheus-client's Collector protocol
         family = GaugeMetricFamily("dpcal_jobs", "Jobs in the store by status", labels=["status"])
         try:
-            for status in JOB_STATUSES:
+            for status in STATUSES:
                 family.add_metric([status], float(self.count(status)))
         except Exception:  # the store is down: /readyz says so; the scrape still answers
             return

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import logging.config
 import re
 import time
 import uuid
@@ -35,7 +36,7 @@ class RequestInfo:
 
 CURRENT: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar("dpcal_request", default=None)
 """The request being answered (None outside one); shared by the threads and tasks working for it."""
-FIELDS = ("request_id", "method", "route", "status", "latency_ms", "cache", "job_id", "client")
+FIELDS = ("request_id", "method", "route", "status", "latency_ms", "cache", "client")
 """The fields a log line may add to its message (``extra=``), in the order a JSON line shows them."""
 
 _ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -107,24 +108,10 @@ class TextFormatter(logging.Formatter):
         return text
 
 
-def formatter(log_format: str) -> logging.Formatter:
-    return JsonFormatter() if log_format == "json" else TextFormatter()
-
-
 def configure(log_format: str, level: str) -> None:
-    """The ``dpcal`` loggers write to standard error in ``log_format`` (idempotent: one handler); for a process a
-    server starts (a heavy computation's)."""
-    logger = logging.getLogger("dpcal")
-    for handler in list(logger.handlers):
-        if getattr(handler, "dpcal", False):
-            logger.removeHandler(handler)
-    handler = logging.StreamHandler()
-    handler.dpcal = True  # type: ignore[attr-defined]  # marks the handler this function owns
-    handler.setFormatter(formatter(log_format))
-    handler.addFilter(RequestIdFilter())
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if level == "trace" else level.upper())
-    logger.propagate = False
+    """This process logs as a server process does (:func:`uvicorn_log_config`): for a process a server starts (a
+    heavy computation's)."""
+    logging.config.dictConfig(uvicorn_log_config(log_format, level))
 
 
 def uvicorn_log_config(log_format: str, level: str) -> dict[str, Any]:
@@ -132,7 +119,7 @@ def uvicorn_log_config(log_format: str, level: str) -> dict[str, Any]:
     process): the ``dpcal`` loggers and uvicorn's own in ``log_format`` (uvicorn's access log is off: ``dpcal.access``
     has one line per request). The service embedded in another program (the in-process CLI, tests) logs as that
     program configures."""
-    level_name = "DEBUG" if level == "trace" else level.upper()
+    level_name = "DEBUG" if level == "trace" else level.upper()  # uvicorn's trace is below debug
     name = "app.observability.JsonFormatter" if log_format == "json" else "app.observability.TextFormatter"
     return {
         "version": 1,
@@ -156,9 +143,9 @@ def uvicorn_log_config(log_format: str, level: str) -> dict[str, Any]:
     }
 
 
-def log_access(scope: Mapping[str, Any], status: int, started: float, info: RequestInfo) -> None:
-    """The request's access line: method, route (the path template where one matched), status, latency."""
-    route = scope.get("route")
+def log_access(scope: Mapping[str, Any], route: str | None, status: int, seconds: float, info: RequestInfo) -> None:
+    """The request's access line: method, route (the path template where one matched, else the path), status,
+    latency."""
     client = scope.get("client")
     access_log.info(
         "%s %s %d",
@@ -166,10 +153,10 @@ def log_access(scope: Mapping[str, Any], status: int, started: float, info: Requ
         scope.get("path"),
         status,
         extra={
-            "method": scope.get("method"),  # GET for a HEAD request (the gate answers it as a GET without body)
-            "route": getattr(route, "path", None) or scope.get("path"),
+            "method": scope.get("method"),
+            "route": route or scope.get("path"),
             "status": status,
-            "latency_ms": round((time.perf_counter() - started) * 1000.0, 3),
+            "latency_ms": round(seconds * 1000.0, 3),
             "cache": info.cache,
             "request_id": info.id,
             "client": None if not client else client[0],

@@ -127,10 +127,7 @@ class Settings:
         if f"{PREFIX}HOST_DIR" in env:
             values["host_dir"] = env[f"{PREFIX}HOST_DIR"]
         if f"{PREFIX}JOB_BACKEND" in env:
-            backend = env[f"{PREFIX}JOB_BACKEND"].strip().lower()
-            if backend not in ("local", "dask"):
-                raise SettingsError(f"{PREFIX}JOB_BACKEND must be local or dask, got {backend!r}")
-            values["job_backend"] = backend
+            backend = values["job_backend"] = _choice(env, "JOB_BACKEND", ("local", "dask"))
             if backend == "dask" and not env.get(f"{PREFIX}DASK_ADDRESS"):
                 raise SettingsError(f"{PREFIX}JOB_BACKEND=dask needs {PREFIX}DASK_ADDRESS (tcp://host:port)")
         if env.get(f"{PREFIX}DASK_ADDRESS"):

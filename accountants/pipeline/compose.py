@@ -280,7 +280,7 @@ def _continuous(
         return MechanismPlan(tree.event, c.neighbouring, tree.reserved_delta)
 
     least_private = low if rule.larger_is_more_private else high
-    if _meets(c, target, pointer, least_private, "rdp"):  # cheap: then the whole range likely meets it
+    if c.accountant == "rdp" or _meets(c, target, pointer, least_private, "rdp"):  # cheap: then it likely meets it
         edge = _least_private_answer(c, target, pointer, least_private)
         if edge is not None:
             return edge
@@ -341,8 +341,17 @@ def _meets(c: Composition, target: float, pointer: str, value: float, accountant
 
 
 def _least_private_answer(c: Composition, target: float, pointer: str, least: float) -> CalibrationReport | None:
-    """The answer at the range's least private end where the request's accountant meets the target there."""
-    if not _meets(c, target, pointer, least, c.accountant):
+    """The answer at the range's least private end where the request's accountant meets the target there (the
+    plain answer is the report unless the request asks for checkpoints or a statement)."""
+    if not 0.0 < least < math.inf:
         return None
-    report = _answer(c, c.read(with_number(c.mechanism, pointer, least)))
+    plain = replace(c, checkpoints=None, statement=False)
+    tree = c.read(with_number(c.mechanism, pointer, least))
+    try:
+        at_end = _answer(plain, tree)
+    except ParameterError:
+        return None
+    if at_end.epsilon > target:
+        return None
+    report = at_end if plain == c else _answer(c, tree)
     return calibration_of(report, target, pointer, least, reason=NO_REASON)

@@ -275,7 +275,7 @@ class JobManager:
             final = self.store.get(job_id)
         except sqlalchemy.exc.OperationalError:
             return
-        if final is not None and final.status in ("succeeded", "failed", "cancelled"):
+        if final is not None and final.finished:
             metrics.observe_job(final.algorithm, final.status, final.runtime)
 
     def _run(self, job: Job) -> None:
