@@ -215,7 +215,7 @@ def _operations_commands(commands: Any) -> None:
     jobs = commands.add_parser("jobs", help="list, show or requeue jobs in the job store (DPCAL_JOBS_DB) directly")
     jobs.add_argument("action", choices=("list", "show", "requeue"))
     jobs.add_argument("id", nargs="?", help="the job (show, requeue)")
-    jobs.add_argument("--status", choices=("queued", "running", "succeeded", "failed", "cancelled"))
+    jobs.add_argument("--status", choices=("queued", "running", "cancelling", "succeeded", "failed", "cancelled"))
     jobs.add_argument("--limit", type=int, default=20, help="jobs listed (newest first)")
     keys.add_parser(commands)
     openapi = commands.add_parser("openapi", help="write the OpenAPI document")

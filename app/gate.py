@@ -5,9 +5,11 @@ and abandoned heavy computations would run on). For every HTTP request it
 
 * gives it an id (the client's ``X-Request-ID`` where acceptable, :func:`~app.observability.request_id`), echoed
   on the response and on every log line written for it;
-* refuses, before any parsing, a body declared larger than the limit (413), a POST body that is not JSON (415), a
-  body that grows past the limit as it arrives, whatever its encoding (chunked: 413 as soon as the limit is crossed,
-  the rest never read), and a body still arriving after :data:`BODY_SECONDS` (408);
+* refuses a method a documented path does not serve (405, ``Allow`` listing every method the OpenAPI document gives
+  that path — the router alone names only its first route's), then, before any parsing, a body declared larger
+  than the limit (413), a POST body that is not JSON (415), a body that grows past the limit as it arrives,
+  whatever its encoding (chunked: 413 as soon as the limit is crossed, the rest never read), and a body still
+  arriving after :data:`BODY_SECONDS` (408);
 * answers HEAD for every GET (the same status and headers, no body);
 * adds the security headers to every response (no MIME sniffing, no framing, no referrer);
 * writes one access line (method, route, status, latency, cache) and counts the request in ``/metrics``.
@@ -16,7 +18,11 @@ and abandoned heavy computations would run on). For every HTTP request it
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import Any
 
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +31,7 @@ from . import metrics, observability, problems
 
 JSON_MEDIA_TYPES = ("application/json",)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
 BODY_SECONDS = 30.0
 """A request body must have arrived whole within this time (then 408): a client sending it byte by byte holds no
 connection longer."""
@@ -39,8 +46,9 @@ SECURITY_HEADERS = (
 class RequestGate:
     """The gate (module docstring)."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app, self.max_body_bytes = app, max_body_bytes
+    def __init__(self, app: ASGIApp, max_body_bytes: int, documented: Callable[[], Mapping[str, Any]] = dict) -> None:
+        """``documented()``: the OpenAPI document's ``paths`` (read on the first request, once the routes exist)."""
+        self.app, self.max_body_bytes, self._documented = app, max_body_bytes, documented
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,11 +108,17 @@ class RequestGate:
         )
 
     def _refusal(self, request: Request) -> problems.ApiProblem | None:
+        allowed = self.methods_at(request.url.path)
+        if allowed and request.method not in allowed:
+            detail = f"{request.method} is not served at this path; it serves {', '.join(allowed)}"
+            return problems.ApiProblem(
+                405, "method-not-allowed", "Method not allowed", detail, headers={"Allow": ", ".join(allowed)}
+            )
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             return self._too_large()
         given = request.headers.get("content-type")
-        if request.method == "POST" and not _is_json(given):
+        if request.method == "POST" and allowed and not _is_json(given):
             return problems.ApiProblem(
                 415,
                 "unsupported-media-type",
@@ -113,6 +127,15 @@ class RequestGate:
                 f"{'no Content-Type' if given is None else repr(given)}",
             )
         return None
+
+    def methods_at(self, path: str) -> tuple[str, ...]:
+        """The methods the OpenAPI document gives ``path`` (HEAD wherever GET is), sorted; empty for a path it does
+        not document (the router answers those)."""
+        return next((methods for pattern, methods in self._paths if pattern.fullmatch(path)), ())
+
+    @cached_property
+    def _paths(self) -> list[tuple[re.Pattern[str], tuple[str, ...]]]:
+        return [(_template(path), _methods(item)) for path, item in self._documented().items()]
 
 
 class _Response:
@@ -157,6 +180,17 @@ def _headers_only(send: Send) -> Send:
         await send(message)
 
     return sending
+
+
+def _template(path: str) -> re.Pattern[str]:
+    """An OpenAPI path template as a pattern: each ``{parameter}`` one path segment."""
+    parts = re.split(r"(\{[^}]*\})", path)
+    return re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part) for part in parts))
+
+
+def _methods(item: Mapping[str, Any]) -> tuple[str, ...]:
+    methods = {key.upper() for key in item if key.upper() in HTTP_METHODS}
+    return tuple(sorted(methods | ({"HEAD"} if "GET" in methods else set())))
 
 
 def _is_json(content_type: str | None) -> bool:

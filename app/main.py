@@ -77,7 +77,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app)
     ui.install(app)
     routes.include(app, bodies)
-    app.add_middleware(RequestGate, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestGate, max_body_bytes=settings.max_body_bytes, documented=lambda: app.openapi().get("paths", {})
+    )
     return app
 
 

@@ -64,6 +64,7 @@ def problem_response(request: Request, problem: ApiProblem, headers: Mapping[str
         "instance": request.url.path,
     }
     body.update({k: v for k, v in problem.extensions.items() if v is not None})
+    headers = problem.headers if headers is None else headers
     return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 

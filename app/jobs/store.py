@@ -296,7 +296,11 @@ class JobStore:
             query = query.where(JOBS.c.principal == principal)
         if after_seq is not None:
             query = query.where(JOBS.c.seq < after_seq)
-        if status:
+        if status == "cancelling":  # shown for a running job asked to stop (not a stored status)
+            query = query.where(JOBS.c.status == "running", JOBS.c.cancel_requested == 1)
+        elif status == "running":
+            query = query.where(JOBS.c.status == "running", JOBS.c.cancel_requested == 0)
+        elif status:
             query = query.where(JOBS.c.status == status)
         with self._transaction() as db:
             rows = db.execute(query.order_by(JOBS.c.seq.desc()).limit(limit)).mappings().all()

@@ -3,7 +3,7 @@ leases and runs them."""
 
 # no `from __future__ import annotations`: FastAPI reads the body type of the endpoints built here at run time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response
 
@@ -181,7 +181,7 @@ def cancel_job(manager: JobManagerDep, principal: PrincipalDep, response: Respon
     job = manager.cancel(job_id)
     if job is None:
         raise _missing(job_id)
-    if job.status == "running":
+    if job.status == "running":  # shown as cancelling until the chunk in progress ends
         response.status_code = 202
     return job_out(job, manager.start_seconds())
 
@@ -226,11 +226,17 @@ def progress(job: Job, start_seconds: float = 0.0) -> Progress:
     return Progress(completed=job.completed, total=job.total, trials_per_second=rate, eta_seconds=eta)
 
 
+def shown_status(job: Job) -> JobStatus:
+    """The stored status, or ``cancelling`` for a running job asked to stop (never a cancelled job shown running)."""
+    shown = "cancelling" if job.status == "running" and job.cancel_requested else job.status
+    return cast(JobStatus, shown)  # the store keeps JobStatus values
+
+
 def job_summary(job: Job, start_seconds: float = 0.0) -> JobSummary:
     return JobSummary(
         id=job.id,
         algorithm=job.algorithm,
-        status=job.status,
+        status=shown_status(job),
         progress=progress(job, start_seconds),
         created_at=iso(job.created_at) or "",
         started_at=iso(job.started_at),
@@ -253,7 +259,7 @@ def job_out(job: Job, start_seconds: float = 0.0) -> JobOut:
     )
     return JobOut(
         id=job.id,
-        status=job.status,
+        status=shown_status(job),
         progress=progress(job, start_seconds),
         created_at=iso(job.created_at),
         started_at=iso(job.started_at),

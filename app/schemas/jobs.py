@@ -10,7 +10,8 @@ from accountants.verification import VerificationResult
 
 from .common import Problem
 
-JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+JobStatus = Literal["queued", "running", "cancelling", "succeeded", "failed", "cancelled"]
+"""A job's status as shown: ``cancelling`` is a running job asked to stop (it stops after the chunk in progress)."""
 
 
 class Progress(BaseModel):
@@ -57,7 +58,10 @@ class JobAccounting(BaseModel):
 
 class JobOut(BaseModel):
     id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
-    status: JobStatus = Field(description="queued, running, succeeded, failed or cancelled.", examples=["queued"])
+    status: JobStatus = Field(
+        description="queued, running, cancelling (running, asked to stop), succeeded, failed or cancelled.",
+        examples=["queued"],
+    )
     progress: Progress = Field(description="Trials finished so far (written after every chunk).")
     created_at: str = Field(
         description="When the job was accepted (UTC, ISO 8601).", examples=["2026-11-22T10:00:00.000000Z"]
@@ -87,7 +91,10 @@ class JobSummary(BaseModel):
 
     id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
     algorithm: str = Field(description="The algorithm simulated.", examples=["dp-sgd"])
-    status: JobStatus = Field(description="queued, running, succeeded, failed or cancelled.", examples=["running"])
+    status: JobStatus = Field(
+        description="queued, running, cancelling (running, asked to stop), succeeded, failed or cancelled.",
+        examples=["running"],
+    )
     progress: Progress = Field(description="Trials finished, rate and time left.")
     created_at: str = Field(description="When the job was accepted (UTC).", examples=["2026-11-22T10:00:00.000000Z"])
     started_at: str | None = Field(description="When it first started running.", examples=[None])

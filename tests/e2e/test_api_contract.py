@@ -239,7 +239,26 @@ def test_too_large_body_is_413(http):
 
 def test_unknown_route_and_method_are_problems(http):
     assert_problem(http.get("/v2/privacy"), 404)
+    assert_problem(http.post("/v2/privacy", content=b"x"), 404)  # an unknown path is not a 415
     assert_problem(http.get("/v1/privacy"), 405)
+
+
+def test_every_undocumented_method_is_405_with_every_documented_one_allowed(http):
+    """Every documented path, every method it does not document: 405 (before any check of the body, so a body-less
+    POST is not a 415) with ``Allow`` naming exactly its documented methods (and HEAD with GET) — also where two
+    routes share the path (GET and POST /v1/jobs; GET and DELETE /v1/jobs/{job_id})."""
+    paths = http.get("/openapi.json").json()["paths"]
+    methods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+    for template, item in paths.items():
+        documented = {m.upper() for m in item if m.upper() in methods}
+        documented |= {"HEAD"} if "GET" in documented else set()
+        path = template.replace("{algorithm_id}", "dp-sgd").replace("{job_id}", "0" * 32)
+        for method in sorted(methods - documented):
+            response = http.request(method, path)
+            assert response.status_code == 405, (method, path, response.status_code)
+            assert set(response.headers["allow"].split(", ")) == documented, (method, path)
+            if method != "HEAD":
+                assert_problem(response, 405)
 
 
 def test_answers_never_contain_non_finite_numbers(http):

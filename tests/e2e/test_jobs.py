@@ -107,6 +107,8 @@ def test_cancel_queued_running_and_finished(http):
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     stopping = http.delete(f"/v1/jobs/{running['id']}")
     assert stopping.status_code == 202 and stopping.json()["cancel_requested"] is True
+    assert stopping.json()["status"] == "cancelling"  # a job asked to stop never reads as running
+    assert running["id"] not in [j["id"] for j in http.get("/v1/jobs", params={"status": "running"}).json()["jobs"]]
     final = wait(http, running["id"])
     assert final["status"] == "cancelled" and final["progress"]["completed"] < 12800
     assert_problem(http.delete(f"/v1/jobs/{running['id']}"), 409)
