@@ -506,6 +506,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _environment_settings()  # before importing the app, which reads them too
     if settings is None:
         return 2
+    from .connections import BoundedHeaders
     from .main import SUPERVISOR_VARIABLE
     from .observability import uvicorn_log_config
 
@@ -533,6 +534,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_config=uvicorn_log_config(settings.log_format, settings.log_level),
         access_log=False,  # the service writes one access line per request, with its id and latency
         server_header=False,
+        http=BoundedHeaders,  # a deadline for each request's headers (DPCAL_HEADER_TIMEOUT): no slow-loris holds
     )
     return 0
 

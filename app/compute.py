@@ -1,7 +1,11 @@
 """Where answers are computed: cheap ones at once, heavy ones bounded.
 
-* **Cheap** answers (closed forms, Rényi curves; :class:`accountants.family.Cost`) run in the server's thread pool.
-  They never wait for a heavy one: heavy work runs in other processes.
+* **Cheap** answers (closed forms, Rényi curves; :class:`accountants.family.Cost`) run in the server's thread pool,
+  at most ``DPCAL_MAX_CHEAP`` at once per process (:class:`CheapAdmission`): many at once would only share the
+  interpreter lock with the event loop, and ``/healthz`` would wait behind them. A further one waits without a
+  thread (at most ``DPCAL_MAX_CHEAP_WAITING`` of them, then 503 with Retry-After) for ``DPCAL_REQUEST_TIMEOUT`` at
+  most (then 503), and stops waiting when its client leaves. They never wait for a heavy one: heavy work runs in
+  other processes.
 * **Heavy** answers (privacy-loss distributions, optimal compositions, searches over them) each run in a process of
   their own, forked from a fork server that has imported the library once. At most ``DPCAL_MAX_HEAVY`` run at once
   on this host (one lock file per slot, shared by every server process; a further request gets 503 with
@@ -67,6 +71,62 @@ class AnswerCache:
             self._items.popitem(last=False)
 
 
+class CheapAdmission:
+    """At most ``slots`` cheap computations of this process at once, at most ``waiting`` more queued (first come,
+    first served). Used from the event loop only; bound to the loop it is first used in (a new loop — a test's new
+    client — gets fresh slots)."""
+
+    def __init__(self, slots: int, waiting: int) -> None:
+        self.slots, self.waiting = slots, waiting
+        self.queued = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore = asyncio.Semaphore(slots)
+
+    def _for_this_loop(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._semaphore, self.queued = loop, asyncio.Semaphore(self.slots), 0
+        return self._semaphore
+
+    async def run(
+        self, request: Request, settings: Settings, function: Callable[..., Any], args: tuple[Any, ...]
+    ) -> Any:
+        """``function(*args)`` in the thread pool once a slot is free (503 when too many wait, or past the budget;
+        499 when the client left while waiting)."""
+        semaphore = self._for_this_loop()
+        if semaphore.locked():
+            await self._wait(request, settings, semaphore)
+        else:
+            await semaphore.acquire()
+        metrics.CHEAP_RUNNING.inc()
+        try:
+            return await run_in_threadpool(function, *args)
+        finally:
+            metrics.CHEAP_RUNNING.dec()
+            semaphore.release()
+
+    async def _wait(self, request: Request, settings: Settings, semaphore: asyncio.Semaphore) -> None:
+        if self.queued >= self.waiting:
+            metrics.OVERLOADED.labels("cheap").inc()
+            raise cheap_busy(settings, "waiting")
+        self.queued += 1
+        deadline = time.monotonic() + settings.request_timeout
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    metrics.OVERLOADED.labels("cheap").inc()
+                    raise cheap_busy(settings, "budget")
+                try:
+                    await asyncio.wait_for(semaphore.acquire(), timeout=min(_POLL_SECONDS * 5, remaining))
+                    return
+                except TimeoutError:
+                    if await request.is_disconnected():
+                        raise client_gone() from None
+        finally:
+            self.queued -= 1
+
+
 @dataclass
 class _Running:
     process: Any  # multiprocessing.Process of the fork-server context
@@ -82,14 +142,27 @@ class Compute:
         self.running_by: collections.Counter[str] = collections.Counter()
         """Heavy computations running in this process by requester (DPCAL_AUTH=api-key: its share is bounded)."""
         self.cache = AnswerCache(settings.cache_size)
+        self.cheap = CheapAdmission(settings.max_cheap, settings.max_cheap_waiting)
+        self.ready = threading.Event()
+        """Set once the fork server runs: a heavy request starts at once."""
+        self._warming, self._warming_lock = False, threading.Lock()
         self._context = multiprocessing.get_context("forkserver")
         # each forked child runs the main script (`dpcal`, or `python -m app.cli`) again: multiprocessing's
         # "__main__" preload does not take effect. With what that script imports preloaded, that costs ~1 ms.
         self._context.set_forkserver_preload(["app.worker", "app.client"])
 
     def warm(self) -> None:
-        """Start the fork server in the background, so the first heavy request does not pay its imports."""
-        threading.Thread(target=multiprocessing.forkserver.ensure_running, name="dpcal-forkserver", daemon=True).start()
+        """Start the fork server in the background (once), so the first heavy request does not pay its imports;
+        :attr:`ready` is set when it runs (``/readyz`` is 503 until then)."""
+        with self._warming_lock:
+            if self._warming:
+                return
+            self._warming = True
+        threading.Thread(target=self._start_fork_server, name="dpcal-forkserver", daemon=True).start()
+
+    def _start_fork_server(self) -> None:
+        multiprocessing.forkserver.ensure_running()
+        self.ready.set()
 
     async def answer(
         self, request: Request, family: AlgorithmFamily[Any], operation: Operation, body: Any, args: tuple[Any, ...]
@@ -125,7 +198,7 @@ class Compute:
         if cached is not None:
             return cached
         if cost() is Cost.CHEAP:
-            report = await run_in_threadpool(function, *args)
+            report = await self.cheap.run(request, self.settings, function, args)
         else:
             report = await self._heavy(request, kind, function, args)
         self.cache.put(key, report)
@@ -235,6 +308,23 @@ def busy(settings: Settings) -> ApiProblem:
         f"{RETRY_AFTER_SECONDS} s, or ask for accountant 'rdp' (a Rényi bound, answered at once)",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         max_heavy=settings.max_heavy,
+    )
+
+
+def cheap_busy(settings: Settings, why: str) -> ApiProblem:
+    """Too many cheap computations wait in this process (``why`` = "waiting"), or one waited its whole budget."""
+    reason = (
+        f"{settings.max_cheap_waiting} cheap computations already wait here (DPCAL_MAX_CHEAP_WAITING)"
+        if why == "waiting"
+        else f"no cheap-computation slot came free within the request budget of {settings.request_timeout:g} s"
+    )
+    return ApiProblem(
+        503,
+        "cheap-capacity",
+        "Computations at capacity",
+        f"{reason}; {settings.max_cheap} run at once per server process (DPCAL_MAX_CHEAP); retry after "
+        f"{RETRY_AFTER_SECONDS} s",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
 
 

@@ -28,9 +28,10 @@ LATENCY = Histogram(
     "dpcal_request_duration_seconds", "Time to answer an HTTP request", ("route", "method"), buckets=LATENCY_BUCKETS
 )
 OVERLOADED = Counter(
-    "dpcal_overloaded", "Heavy requests refused (busy, share: 503) or stopped (timeout: 504)", ("reason",)
+    "dpcal_overloaded", "Requests refused for capacity (busy, share, cheap: 503) or stopped (timeout: 504)", ("reason",)
 )
 HEAVY_RUNNING = Gauge("dpcal_heavy_running", "Heavy computations this server process runs now")
+CHEAP_RUNNING = Gauge("dpcal_cheap_running", "Cheap computations this server process runs now (DPCAL_MAX_CHEAP)")
 JOB_DURATION = Histogram(
     "dpcal_job_duration_seconds", "Run time of finished jobs", ("algorithm", "outcome"), buckets=JOB_BUCKETS
 )

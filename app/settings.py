@@ -16,6 +16,11 @@ variable                   default       meaning
 ``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
 ``DPCAL_MAX_HEAVY``        CPU count     heavy computations at once on this host (more: 503 with Retry-After)
+``DPCAL_MAX_CHEAP``        2             cheap computations at once per server process (closed forms, Rényi curves); a
+                                        further one waits, without a thread, for DPCAL_REQUEST_TIMEOUT at most
+``DPCAL_MAX_CHEAP_WAITING`` 64           cheap computations waiting per server process (more: 503 with Retry-After)
+``DPCAL_HEADER_TIMEOUT``   10            seconds a client has to send a request's headers (then 408 and the connection
+                                        is closed: a slow-loris client holds nothing)
 ``DPCAL_CACHE_SIZE``       1024          answers kept per server process for identical requests (0: none)
 ``DPCAL_JOBS_DB``          dpcal-jobs.sqlite3  the job database: a SQLite file path, or ``postgresql://user@host/db``
                                         (needs the ``postgres`` extra) shared by API replicas and workers
@@ -68,6 +73,9 @@ class Settings:
     workers: int = 1
     request_timeout: float = 30.0
     max_heavy: int = max(1, os.cpu_count() or 1)
+    max_cheap: int = 2
+    max_cheap_waiting: int = 64
+    header_timeout: float = 10.0
     cache_size: int = 1024
     jobs_db: str = "dpcal-jobs.sqlite3"
     job_workers: int = max(1, os.cpu_count() or 1)
@@ -154,6 +162,9 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "MAX_BODY_BYTES": (int, 1024, 100_000_000),
     "WORKERS": (int, 1, 64),
     "MAX_HEAVY": (int, 1, 1024),
+    "MAX_CHEAP": (int, 1, 1024),
+    "MAX_CHEAP_WAITING": (int, 0, 10**6),
+    "HEADER_TIMEOUT": (float, 0.1, 3600.0),
     "CACHE_SIZE": (int, 0, 10**6),
     "JOB_WORKERS": (int, 1, 256),
     "JOB_MAX_TRIALS": (int, 2, 10**7),

@@ -1,5 +1,6 @@
 """``GET /healthz`` (liveness: the process answers, with the job store's state), ``GET /readyz`` (readiness: 503
-while the job store cannot be reached) and ``GET /metrics`` (Prometheus; not in the OpenAPI document)."""
+while the job store cannot be reached, or the process that starts heavy computations is still starting) and
+``GET /metrics`` (Prometheus; not in the OpenAPI document)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from .. import __version__, metrics
-from ..deps import JobManagerDep
+from ..deps import ComputeDep, JobManagerDep
 from ..jobs.manager import JobManager
 from ..problems import ApiProblem
 from ..schemas import Health
@@ -50,14 +51,29 @@ async def healthz(jobs: JobManagerDep) -> Health:
     "/readyz",
     response_model=Health,
     summary="Readiness",
-    responses={503: {"content": PROBLEM_CONTENT, "description": "The job store cannot be reached."}},
+    responses={
+        503: {
+            "content": PROBLEM_CONTENT,
+            "description": "The job store cannot be reached, or heavy computations cannot start yet.",
+        }
+    },
 )
-async def readyz(jobs: JobManagerDep) -> Health:
-    """Ready to accept requests and jobs: 503 while the job store cannot be reached."""
+async def readyz(jobs: JobManagerDep, compute: ComputeDep) -> Health:
+    """Ready to accept requests and jobs: 503 while the job store cannot be reached, and while the fork server that
+    starts heavy computations is starting (a second or two after the process starts)."""
     health, reachable = await _probed(jobs)
     if not reachable:
         raise ApiProblem(
             503, "store-unreachable", "Job store unreachable", f"the job store does not answer: {health.store}"
+        )
+    if not compute.ready.is_set():
+        compute.warm()  # where the host skipped the lifespan events
+        raise ApiProblem(
+            503,
+            "starting",
+            "Starting",
+            "the process that starts heavy computations is starting; retry in a second",
+            headers={"Retry-After": "1"},
         )
     return health
 

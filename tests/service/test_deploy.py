@@ -42,3 +42,29 @@ def test_no_secret_in_the_compose_file_and_the_scheduler_is_not_published():
     assert "ports" not in services["dask-scheduler"] and "ports" not in services["dask-worker"]
     assert all(port.startswith("127.0.0.1:") for name in ("api-1", "api-2") for port in services[name]["ports"])
     assert services["api-1"]["environment"]["DPCAL_AUTH"] == "${DPCAL_AUTH:-api-key}"
+
+
+def test_the_proxy_bounds_every_phase_of_a_request_around_the_services_own_limits():
+    """deploy/nginx.conf: headers and bodies no slower than the service allows, bodies at least as large (so the
+    service's own 413 problem is what a client sees), answers waited for longer than the request budget (so an answer
+    over budget is the service's 504 naming it), and the proxy published on loopback in front of both APIs."""
+    import re
+
+    from app.gate import BODY_SECONDS
+    from app.settings import Settings
+
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+
+    def seconds(name: str) -> float:
+        return float(re.search(rf"^\s*{name}\s+(\d+)s;", conf, re.M).group(1))
+
+    defaults = Settings()
+    assert seconds("client_header_timeout") <= defaults.header_timeout
+    assert seconds("client_body_timeout") <= BODY_SECONDS
+    assert seconds("proxy_read_timeout") > defaults.request_timeout
+    size = re.search(r"client_max_body_size\s+(\d+)m;", conf)
+    assert size and int(size.group(1)) * 2**20 >= defaults.max_body_bytes
+    assert "server api-1:8000" in conf and "server api-2:8000" in conf and "proxy_next_upstream off" in conf
+    services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
+    assert services["proxy"]["ports"] == ["127.0.0.1:8000:8000"]
+    assert "./nginx.conf:/etc/nginx/nginx.conf:ro" in services["proxy"]["volumes"]

@@ -1,0 +1,140 @@
+"""Every request is bounded (issue 31): many cheap computations at once are admitted a few at a time (the rest wait
+without a thread, or get 503), so ``/healthz`` answers within a second throughout; a client sending its headers a
+byte at a time is answered 408 and disconnected after DPCAL_HEADER_TIMEOUT, and holds nothing meanwhile.
+
+The one-second figure is the bound the issue sets for ``/healthz`` under load (a liveness bound, far above the
+milliseconds it takes), not a speed measurement."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from ..support.http import assert_problem
+from ..support.server import start_server, stop_server
+
+pytestmark = pytest.mark.slow
+
+HEALTH_BOUND_SECONDS = 1.0
+
+
+def composition(seed: int, nodes: int = 60) -> dict:
+    """A Rényi composition of ``nodes`` distinct subsampled Gaussians, repeated, with 1,000 checkpoints: a few
+    tenths of a second of one core each; ``seed`` makes each request distinct (no cache hit)."""
+    mechanisms = [
+        {
+            "type": "poisson-sampled",
+            "sampling_rate": 0.001 + 1e-5 * k + 1e-8 * seed,
+            "mechanism": {"type": "gaussian", "noise_multiplier": 1.0 + 0.001 * k},
+        }
+        for k in range(nodes)
+    ]
+    tree = {"type": "repeated", "count": 1000, "mechanism": {"type": "sequence", "mechanisms": mechanisms}}
+    return {"mechanism": tree, "delta": 1e-6, "accountant": "rdp", "checkpoints": {"every": nodes}}
+
+
+def flood(url: str, count: int) -> tuple[list[httpx.Response], list[threading.Thread]]:
+    answers: list[httpx.Response] = []
+
+    def one(seed: int) -> None:
+        answers.append(httpx.post(f"{url}/v1/compose", json=composition(seed), timeout=600))
+
+    threads = [threading.Thread(target=one, args=(seed,)) for seed in range(count)]
+    for thread in threads:
+        thread.start()
+    return answers, threads
+
+
+def test_48_concurrent_rdp_compositions_leave_healthz_answering():
+    process, url = start_server({"DPCAL_MAX_CHEAP": "2", "DPCAL_REQUEST_TIMEOUT": "600"})
+    try:
+        answers, threads = flood(url, 48)
+        probes: list[float] = []
+        with httpx.Client(base_url=url, timeout=30) as http:
+            while any(thread.is_alive() for thread in threads):
+                started = time.monotonic()
+                assert http.get("/healthz").status_code == 200
+                probes.append(time.monotonic() - started)
+                time.sleep(0.05)
+            for thread in threads:
+                thread.join()
+            metrics = http.get("/metrics").text
+        assert Counter(a.status_code for a in answers) == {200: 48}
+        assert len(probes) >= 5, "the compositions ended before /healthz was probed under load"
+        assert max(probes) < HEALTH_BOUND_SECONDS, sorted(probes)[-5:]
+        assert "dpcal_cheap_running 0.0" in metrics
+    finally:
+        stop_server(process)
+
+
+def test_cheap_computations_beyond_the_waiting_room_get_503():
+    process, url = start_server({"DPCAL_MAX_CHEAP": "1", "DPCAL_MAX_CHEAP_WAITING": "1"})
+    try:
+        answers, threads = flood(url, 8)
+        for thread in threads:
+            thread.join()
+        statuses = Counter(a.status_code for a in answers)
+        assert statuses[200] >= 2 and statuses[503] >= 1 and set(statuses) <= {200, 503}, statuses
+        refused = next(a for a in answers if a.status_code == 503)
+        problem = assert_problem(refused, 503)
+        assert "DPCAL_MAX_CHEAP_WAITING" in problem["detail"] and int(refused.headers["Retry-After"]) >= 1
+    finally:
+        stop_server(process)
+
+
+def trickle(connections: list[socket.socket], stop: threading.Event) -> None:
+    """A slow loris: one more header byte on every connection every 0.2 s (never the blank line ending them)."""
+    while not stop.wait(0.2):
+        for connection in connections:
+            with contextlib.suppress(OSError):  # closed by the server
+                connection.sendall(b"x")
+
+
+def test_a_slow_loris_is_answered_408_and_disconnected_while_others_are_served():
+    process, url = start_server({"DPCAL_HEADER_TIMEOUT": "1"})
+    host, port = url.removeprefix("http://").split(":")
+    slow = [socket.create_connection((host, int(port)), timeout=30) for _ in range(50)]
+    stop = threading.Event()
+    try:
+        for connection in slow:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        threading.Thread(target=trickle, args=(slow, stop), daemon=True).start()
+        idle = socket.create_connection((host, int(port)), timeout=30)  # a connection that sends nothing at all
+        with httpx.Client(base_url=url, timeout=30) as http:
+            assert http.get("/healthz").status_code == 200  # served meanwhile
+        for connection in [*slow, idle]:
+            received = b""
+            while chunk := connection.recv(4096):  # until the server closes it (the socket's 30 s timeout: fail)
+                received += chunk
+            assert received.startswith(b"HTTP/1.1 408"), received[:100]
+    finally:
+        stop.set()
+        for connection in slow:
+            connection.close()
+        stop_server(process)
+
+
+def test_readyz_waits_for_the_fork_server(tmp_path):
+    """Not ready (503 starting, Retry-After) until heavy computations can start at once; then ready. A host that
+    skips the lifespan events (no ``with``) starts the fork server on the first probe."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(jobs_db=str(tmp_path / "jobs.sqlite3"), embedded_workers=False))
+    client = TestClient(app)
+    first = client.get("/readyz")
+    if first.status_code == 503:  # the usual case: nothing has started the fork server in this process yet
+        assert assert_problem(first, 503)["type"].endswith(":starting") and first.headers["Retry-After"] == "1"
+    deadline = time.monotonic() + 60
+    while (ready := client.get("/readyz")).status_code != 200:
+        assert time.monotonic() < deadline, ready.text
+        time.sleep(0.1)
+    assert app.state.compute.ready.is_set()
