@@ -7,6 +7,8 @@ read|jobs|admin`` (the key is printed once: the store keeps its SHA-256 digest o
 keys list|revoke``. A key's scope: ``read`` lists and reads its own jobs, ``jobs`` also submits and cancels them,
 ``admin`` sees and cancels everyone's. Another principal's job is a 404 (not a 403: its existence is not revealed),
 and idempotency keys are per principal. The accounting endpoints stay open unless ``DPCAL_AUTH_ACCOUNTING=required``.
+``DPCAL_AUTH=oidc``: the bearer token is a JWT from an OpenID Connect issuer instead (:mod:`app.oidc`), with the same
+scopes and the same rules.
 """
 
 from __future__ import annotations
@@ -60,19 +62,23 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def unauthorized(reason: str) -> ApiProblem:
+API_KEY = "an API key (DPCAL_AUTH=api-key; keys from `dpcal keys create`)"
+
+
+def unauthorized(reason: str, how: str = API_KEY) -> ApiProblem:
+    """401 naming why and what to send (``how``: an API key, or an OIDC issuer's access token)."""
     return ApiProblem(
         401,
         "unauthorized",
         "Authentication required",
-        f"{reason}: send Authorization: Bearer <API key> (DPCAL_AUTH=api-key; keys from `dpcal keys create`)",
+        f"{reason}: send Authorization: Bearer <token>, the token being {how}",
         headers={"WWW-Authenticate": 'Bearer realm="dpcal"'},
     )
 
 
 def forbidden(principal: Principal, needed: str) -> ApiProblem:
     return ApiProblem(
-        403, "forbidden", "Not allowed", f"the key {principal.name!r} has scope {principal.scope.value}: {needed}"
+        403, "forbidden", "Not allowed", f"{principal.name!r} has scope {principal.scope.value}: {needed}"
     )
 
 

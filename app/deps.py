@@ -16,6 +16,7 @@ from accountants.family import AlgorithmFamily
 from .auth import ANONYMOUS, Principal, Scope, bearer_token, digest, unauthorized
 from .compute import Compute
 from .jobs.manager import JobManager
+from .oidc import TokenVerifier
 from .problems import params_location
 
 
@@ -41,10 +42,16 @@ async def job_manager(request: Request) -> JobManager:
 
 async def principal(request: Request) -> Principal:
     """Who is asking (:mod:`app.auth`): anonymous under ``DPCAL_AUTH=none``, else the holder of the bearer key (401
-    without a live one)."""
-    if request.app.state.settings.auth == "none":
+    without a live one), or under ``DPCAL_AUTH=oidc`` the subject of the bearer token (:mod:`app.oidc`)."""
+    mode = request.app.state.settings.auth
+    if mode == "none":
         return ANONYMOUS
     token = bearer_token(request.headers.get("authorization"))
+    if mode == "oidc":
+        if token is None:
+            raise unauthorized("no bearer token", how="an access token from the issuer")
+        verifier: TokenVerifier = request.app.state.tokens
+        return await run_in_threadpool(verifier.principal, token)
     if token is None:
         raise unauthorized("no bearer token")
     manager = await job_manager(request)

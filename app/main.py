@@ -14,6 +14,7 @@ from .compute import Compute
 from .gate import RequestGate
 from .host import exit_with_parent
 from .jobs.manager import JobManager
+from .oidc import TokenVerifier
 from .settings import Settings
 from .worker import pin_blas_threads
 
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         license_info={"name": "Apache-2.0"},
     )
     app.state.settings = settings
+    app.state.tokens = TokenVerifier(settings) if settings.auth == "oidc" else None
     app.state.compute = compute
     app.state.jobs_lock = threading.Lock()
     bodies = routes.request_bodies()

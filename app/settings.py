@@ -7,8 +7,16 @@ variable                   default       meaning
 ``DPCAL_PORT``             8000          port ``dpcal serve`` listens on
 ``DPCAL_LOG_LEVEL``        info          log level (critical, error, warning, info, debug)
 ``DPCAL_LOG_FORMAT``       text          text, or json: one JSON object per line with the request id
-``DPCAL_AUTH``             none          none (one anonymous principal), or api-key (``dpcal keys``; app/auth.py)
+``DPCAL_AUTH``             none          none (one anonymous principal), api-key (``dpcal keys``; app/auth.py), or
+                                        oidc (JWT bearer tokens from an OpenID Connect issuer; app/oidc.py)
 ``DPCAL_AUTH_ACCOUNTING``  open          open, or required: the accounting endpoints need a key too
+``DPCAL_OIDC_ISSUER``      (none)        DPCAL_AUTH=oidc: the issuer (``iss``) whose tokens are accepted (required)
+``DPCAL_OIDC_AUDIENCE``    (none)        DPCAL_AUTH=oidc: the audience (``aud``) the tokens must name (required)
+``DPCAL_OIDC_JWKS_URL``    discovered    the issuer's signing keys (default: ``jwks_uri`` of its
+                                        ``/.well-known/openid-configuration``)
+``DPCAL_OIDC_SCOPE_CLAIM`` scope         the claim granting dpcal scopes (``dpcal:read``, ``dpcal:jobs``,
+                                        ``dpcal:admin``; a space-separated string or a list)
+``DPCAL_OIDC_ALGORITHMS``  RS256,ES256   signature algorithms accepted (asymmetric only: no HS*, never none)
 ``DPCAL_PRINCIPAL_MAX_QUEUED`` 8         queued jobs one principal may have (DPCAL_AUTH=api-key; more: 429)
 ``DPCAL_PRINCIPAL_MAX_HEAVY``  MAX_HEAVY−1 heavy computations one principal (or keyless client address) may run at
                                         once in a server process (DPCAL_AUTH=api-key; at least 1; more: 503)
@@ -53,6 +61,9 @@ from pathlib import Path
 PREFIX = "DPCAL_"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("text", "json")
+AUTH_MODES = ("none", "api-key", "oidc")
+OIDC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+"""Signature algorithms a deployment may accept: public-key ones (a shared secret would let the service mint tokens)."""
 
 
 class SettingsError(ValueError):
@@ -67,6 +78,11 @@ class Settings:
     log_format: str = "text"
     auth: str = "none"
     auth_accounting: str = "open"
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_scope_claim: str = "scope"
+    oidc_algorithms: tuple[str, ...] = ("RS256", "ES256")
     principal_max_queued: int = 8
     principal_max_heavy: int | None = None
     max_body_bytes: int = 1_000_000
@@ -124,12 +140,13 @@ class Settings:
         choices_of = (
             ("LOG_LEVEL", LOG_LEVELS),
             ("LOG_FORMAT", LOG_FORMATS),
-            ("AUTH", ("none", "api-key")),
+            ("AUTH", AUTH_MODES),
             ("AUTH_ACCOUNTING", ("open", "required")),
         )
         for name, choices in choices_of:
             if f"{PREFIX}{name}" in env:
                 values[name.lower()] = _choice(env, name, choices)
+        values.update(_oidc(env, values.get("auth") == "oidc"))
         if f"{PREFIX}JOBS_DB" in env:
             values["jobs_db"] = env[f"{PREFIX}JOBS_DB"]
         if f"{PREFIX}HOST_DIR" in env:
@@ -186,6 +203,27 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise SettingsError(f"{PREFIX}{name} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def _oidc(env: Mapping[str, str], required: bool) -> dict[str, object]:
+    """The OIDC settings given (DPCAL_AUTH=oidc needs an issuer and an audience)."""
+    values: dict[str, object] = {}
+    for name in ("ISSUER", "AUDIENCE", "JWKS_URL", "SCOPE_CLAIM"):
+        if env.get(f"{PREFIX}OIDC_{name}", "").strip():
+            values[f"oidc_{name.lower()}"] = env[f"{PREFIX}OIDC_{name}"].strip()
+    if f"{PREFIX}OIDC_ALGORITHMS" in env:
+        algorithms = tuple(a.strip() for a in env[f"{PREFIX}OIDC_ALGORITHMS"].split(",") if a.strip())
+        unknown = [a for a in algorithms if a not in OIDC_ALGORITHMS]
+        if not algorithms or unknown:
+            raise SettingsError(
+                f"{PREFIX}OIDC_ALGORITHMS must list some of {', '.join(OIDC_ALGORITHMS)} (public-key signatures "
+                f"only), got {env[f'{PREFIX}OIDC_ALGORITHMS']!r}"
+            )
+        values["oidc_algorithms"] = algorithms
+    missing = [name for name in ("issuer", "audience") if f"oidc_{name}" not in values]
+    if required and missing:
+        raise SettingsError(f"{PREFIX}AUTH=oidc needs {' and '.join(f'{PREFIX}OIDC_{m.upper()}' for m in missing)}")
+    return values
 
 
 def _refuse_replaced(env: Mapping[str, str]) -> None:

@@ -1,5 +1,6 @@
-"""Principals (DPCAL_AUTH=api-key): keys from `dpcal keys`, jobs owned by their submitter, idempotency keys per
-principal, administrators seeing all, accounting open or closed by DPCAL_AUTH_ACCOUNTING."""
+"""Principals (DPCAL_AUTH=api-key and DPCAL_AUTH=oidc): keys from `dpcal keys` or JWTs signed by a test issuer on
+loopback, jobs owned by their submitter, idempotency keys per principal, administrators seeing all, accounting open
+or closed by DPCAL_AUTH_ACCOUNTING; what makes a token invalid."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from app.main import create_app
 from app.settings import Settings
 
 from ..support.jobs import body
+from ..support.oidc import AUDIENCE, Issuer
 from ..support.params import MNIST
 from ..support.server import ROOT
 
@@ -42,6 +44,35 @@ def _as(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {KEYS[name][1]}"}
 
 
+class Principals:
+    """The same four principals (alice, bob: jobs; root: admin; eve: read) as API keys or as an issuer's tokens."""
+
+    def __init__(self, mode: str, issuer: Issuer | None) -> None:
+        self.mode, self.issuer = mode, issuer
+
+    def client(self, tmp_path, **settings) -> TestClient:
+        if self.issuer is None:
+            return _client(tmp_path, **settings)
+        oidc = {"auth": "oidc", "oidc_issuer": self.issuer.url, "oidc_audience": AUDIENCE}
+        app = create_app(Settings(jobs_db=str(tmp_path / "jobs.sqlite3"), job_workers=1, embedded_workers=False,
+                                  **oidc, **settings))  # fmt: skip
+        return TestClient(app)
+
+    def headers(self, name: str) -> dict[str, str]:
+        if self.issuer is None:
+            return _as(name)
+        return {"Authorization": f"Bearer {self.issuer.token(name, scope='dpcal:' + KEYS[name][0])}"}
+
+
+@pytest.fixture(params=["api-key", "oidc"])
+def principals(request):
+    if request.param == "api-key":
+        yield Principals("api-key", None)
+        return
+    with Issuer() as issuer:
+        yield Principals("oidc", issuer)
+
+
 def test_jobs_need_a_live_key(tmp_path):
     with _client(tmp_path) as http:
         anonymous = http.get("/v1/jobs")
@@ -53,8 +84,9 @@ def test_jobs_need_a_live_key(tmp_path):
     assert "Authorization: Bearer" in anonymous.json()["detail"]
 
 
-def test_principals_see_and_cancel_only_their_own_jobs(tmp_path):
-    with _client(tmp_path) as http:
+def test_principals_see_and_cancel_only_their_own_jobs(tmp_path, principals):
+    _as = principals.headers
+    with principals.client(tmp_path) as http:
         alice = http.post("/v1/jobs", json=body(trials=64), headers=_as("alice")).json()["id"]
         bob = http.post("/v1/jobs", json=body(trials=128), headers=_as("bob")).json()["id"]
         assert http.get(f"/v1/jobs/{alice}", headers=_as("alice")).status_code == 200
@@ -72,9 +104,10 @@ def test_principals_see_and_cancel_only_their_own_jobs(tmp_path):
         assert http.get("/v1/jobs", headers=_as("eve")).json()["jobs"] == []
 
 
-def test_idempotency_keys_are_per_principal(tmp_path):
+def test_idempotency_keys_are_per_principal(tmp_path, principals):
+    _as = principals.headers
     key = {"Idempotency-Key": "nightly-run"}
-    with _client(tmp_path) as http:
+    with principals.client(tmp_path) as http:
         first = http.post("/v1/jobs", json=body(trials=64), headers=_as("alice") | key)
         other = http.post("/v1/jobs", json=body(trials=128), headers=_as("bob") | key)  # another body: no 409
         again = http.post("/v1/jobs", json=body(trials=64), headers=_as("alice") | key)
@@ -84,8 +117,9 @@ def test_idempotency_keys_are_per_principal(tmp_path):
     assert conflict.status_code == 409 and other.json()["id"] not in conflict.text  # alice's own job only
 
 
-def test_accounting_can_require_a_key(tmp_path):
-    with _client(tmp_path, auth_accounting="required") as http:
+def test_accounting_can_require_a_key(tmp_path, principals):
+    _as = principals.headers
+    with principals.client(tmp_path, auth_accounting="required") as http:
         assert http.post("/v1/privacy", json=PRIVACY).status_code == 401
         assert http.get("/v1/algorithms").status_code == 401
         assert http.post("/v1/privacy", json=PRIVACY, headers=_as("eve")).status_code == 200
