@@ -51,20 +51,23 @@ async def principal(request: Request) -> Principal:
         if token is None:
             raise unauthorized("no bearer token", how="an access token from the issuer")
         verifier: TokenVerifier = request.app.state.tokens
-        return await run_in_threadpool(verifier.principal, token)
-    if token is None:
-        raise unauthorized("no bearer token")
-    manager = await job_manager(request)
-    holder = await run_in_threadpool(manager.store.key_holder, digest(token))
-    if holder is None:
-        raise unauthorized("unknown or revoked key")
-    return Principal(holder[0], Scope(holder[1]))
+        found = await run_in_threadpool(verifier.principal, token)
+    else:
+        if token is None:
+            raise unauthorized("no bearer token")
+        manager = await job_manager(request)
+        holder = await run_in_threadpool(manager.store.key_holder, digest(token))
+        if holder is None:
+            raise unauthorized("unknown or revoked key")
+        found = Principal(holder[0], Scope(holder[1]))
+    request.app.state.rates.take(f"principal {found.name!r}")
+    return found
 
 
 async def accounting_principal(request: Request) -> None:
     """The accounting endpoints: open, or (``DPCAL_AUTH_ACCOUNTING=required``) for any principal with a key. Under
-    ``DPCAL_AUTH=api-key`` the requester (the key's principal, else the client's address) is noted for its share of
-    the heavy computations (``request.state.requester``)."""
+    ``DPCAL_AUTH`` other than none the requester (the key's principal, else the client's address) is noted for its
+    share of the heavy computations (``request.state.requester``) and its request rate (:mod:`app.rates`)."""
     settings = request.app.state.settings
     if settings.auth == "none":
         return
@@ -72,6 +75,7 @@ async def accounting_principal(request: Request) -> None:
         request.state.requester = f"principal {(await principal(request)).name!r}"
     else:
         request.state.requester = f"client {request.client.host if request.client else 'unknown'}"
+        request.app.state.rates.take(request.state.requester)
 
 
 ComputeDep = Annotated[Compute, Depends(compute)]

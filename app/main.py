@@ -15,6 +15,7 @@ from .gate import RequestGate
 from .host import exit_with_parent
 from .jobs.manager import JobManager
 from .oidc import TokenVerifier
+from .rates import RateLimiter
 from .settings import Settings
 from .worker import pin_blas_threads
 
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.tokens = TokenVerifier(settings) if settings.auth == "oidc" else None
+    app.state.rates = RateLimiter(settings.principal_rate, settings.principal_burst)
     app.state.compute = compute
     app.state.jobs_lock = threading.Lock()
     bodies = routes.request_bodies()

@@ -2,8 +2,9 @@
 
 Series: ``dpcal_requests_total`` and ``dpcal_request_duration_seconds`` by route template (``unmatched`` for a path
 no route serves, so a scanner cannot grow the label set), method and status class; ``dpcal_overloaded_total`` by
-reason (``busy``: 503, no heavy slot; ``share``: 503, the requester's share of them in use; ``timeout``: 504, over
-the time budget); ``dpcal_heavy_running`` (heavy computations this process runs now); ``dpcal_jobs`` by status (from
+reason (``busy``: 503, no heavy slot; ``share``: 503, the requester's share of them in use; ``cheap``: 503, too many
+cheap computations waiting; ``rate``: 429, the requester's request rate; ``timeout``: 504, over the time budget);
+``dpcal_heavy_running`` and ``dpcal_cheap_running`` (computations this process runs now); ``dpcal_jobs`` by status (from
 the job store at scrape time); ``dpcal_job_duration_seconds`` by algorithm and outcome (jobs this process's worker
 finished), and the process's own (CPU, memory, file descriptors). Under ``dpcal serve --workers N`` each server
 process counts its own requests.
@@ -28,7 +29,7 @@ LATENCY = Histogram(
     "dpcal_request_duration_seconds", "Time to answer an HTTP request", ("route", "method"), buckets=LATENCY_BUCKETS
 )
 OVERLOADED = Counter(
-    "dpcal_overloaded", "Requests refused for capacity (busy, share, cheap: 503) or stopped (timeout: 504)", ("reason",)
+    "dpcal_overloaded", "Requests refused (busy, share, cheap: 503; rate: 429) or stopped (timeout: 504)", ("reason",)
 )
 HEAVY_RUNNING = Gauge("dpcal_heavy_running", "Heavy computations this server process runs now")
 CHEAP_RUNNING = Gauge("dpcal_cheap_running", "Cheap computations this server process runs now (DPCAL_MAX_CHEAP)")

@@ -20,6 +20,9 @@ variable                   default       meaning
 ``DPCAL_PRINCIPAL_MAX_QUEUED`` 8         queued jobs one principal may have (DPCAL_AUTH=api-key; more: 429)
 ``DPCAL_PRINCIPAL_MAX_HEAVY``  MAX_HEAVY−1 heavy computations one principal (or keyless client address) may run at
                                         once in a server process (DPCAL_AUTH=api-key; at least 1; more: 503)
+``DPCAL_PRINCIPAL_RATE``   50            requests per second one principal (or keyless client address) may send per
+                                        server process after its burst (DPCAL_AUTH other than none; more: 429)
+``DPCAL_PRINCIPAL_BURST``  100           requests one principal may send at once
 ``DPCAL_MAX_BODY_BYTES``   1000000       larger request bodies get 413
 ``DPCAL_WORKERS``          1             server processes of ``dpcal serve`` (``--workers``)
 ``DPCAL_REQUEST_TIMEOUT``  30            seconds of computation a heavy request may use (then 504)
@@ -85,6 +88,8 @@ class Settings:
     oidc_algorithms: tuple[str, ...] = ("RS256", "ES256")
     principal_max_queued: int = 8
     principal_max_heavy: int | None = None
+    principal_rate: float = 50.0
+    principal_burst: int = 100
     max_body_bytes: int = 1_000_000
     workers: int = 1
     request_timeout: float = 30.0
@@ -188,6 +193,8 @@ NUMBERS: Mapping[str, tuple[type[int] | type[float], float, float]] = {
     "JOB_MAX_QUEUED": (int, 1, 10**6),
     "PRINCIPAL_MAX_QUEUED": (int, 1, 10**6),
     "PRINCIPAL_MAX_HEAVY": (int, 1, 1024),
+    "PRINCIPAL_RATE": (float, 0.01, 1e6),
+    "PRINCIPAL_BURST": (int, 1, 10**6),
     "JOB_MAX_ATTEMPTS": (int, 1, 100),
     "JOB_CHUNK_BLOCKS": (int, 1, 10**4),
     "REQUEST_TIMEOUT": (float, 0.1, 86400.0),

@@ -20,7 +20,11 @@ from .responses import PROBLEM_CONTENT, errors
 RETRY_AFTER_SECONDS = 10
 SUBMIT_ERRORS: dict[int | str, dict[str, Any]] = errors(400, 401, 403, 404, 408, 413, 415, 422) | {
     409: {"content": PROBLEM_CONTENT, "description": "Idempotency key reused with another body."},
-    429: {"content": PROBLEM_CONTENT, "description": "The queue is full; retry after Retry-After seconds."},
+    429: {
+        "content": PROBLEM_CONTENT,
+        "description": "The queue is full (DPCAL_JOB_MAX_QUEUED, or the principal's DPCAL_PRINCIPAL_MAX_QUEUED), "
+        "or the requester's request rate is spent; retry after Retry-After seconds.",
+    },
 }
 UNKNOWN_JOB: dict[int | str, dict[str, Any]] = {404: {"content": PROBLEM_CONTENT, "description": "Unknown job id."}}
 JobId = Annotated[str, Path(max_length=64, description="Job id.")]
@@ -52,7 +56,7 @@ def build_router(body: RequestBody) -> APIRouter:
         list_jobs,
         methods=["GET"],
         response_model=JobList | JobSummaryList,
-        responses=errors(401, 422),
+        responses=errors(401, 422, 429),
         summary="List jobs",
     )
     router.add_api_route(
@@ -60,7 +64,7 @@ def build_router(body: RequestBody) -> APIRouter:
         get_job,
         methods=["GET"],
         response_model=JobOut,
-        responses=errors(401, 422) | UNKNOWN_JOB,
+        responses=errors(401, 422, 429) | UNKNOWN_JOB,
         summary="A job",
     )
     finished = {"content": PROBLEM_CONTENT, "description": "The job has already finished."}
@@ -69,7 +73,7 @@ def build_router(body: RequestBody) -> APIRouter:
         cancel_job,
         methods=["DELETE"],
         response_model=JobOut,
-        responses=errors(401, 403, 422)
+        responses=errors(401, 403, 422, 429)
         | UNKNOWN_JOB
         | {
             409: finished,

@@ -173,3 +173,20 @@ def test_the_client_sends_its_key_or_the_environment_s(tmp_path, monkeypatch):
         with DpcalClient("http://testserver", transport=transport) as nobody, pytest.raises(DpcalProblem) as refused:
             nobody.job(job.id)
         assert refused.value.status == 401
+
+
+def test_a_principal_over_its_request_rate_gets_429_and_others_do_not(tmp_path, principals):
+    _as = principals.headers
+    with principals.client(tmp_path, principal_burst=3, principal_rate=0.01) as http:
+        answers = [http.get("/v1/jobs", headers=_as("alice")).status_code for _ in range(4)]
+        refused = http.get("/v1/jobs", headers=_as("alice"))
+        assert http.get("/v1/jobs", headers=_as("bob")).status_code == 200
+        assert http.get("/healthz").status_code == 200  # never limited
+        for _ in range(3):
+            assert http.post("/v1/privacy", json=PRIVACY).status_code == 200  # a keyless client: by its address
+        keyless = http.post("/v1/privacy", json=PRIVACY)
+    assert answers == [200, 200, 200, 429]
+    problem = refused.json()
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert "alice" in problem["detail"] and "DPCAL_PRINCIPAL_BURST" in problem["detail"]
+    assert keyless.status_code == 429 and "client" in keyless.json()["detail"]
