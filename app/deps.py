@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from accountants.errors import ParameterError
 from accountants.family import AlgorithmFamily
 
+from . import observability
 from .auth import ANONYMOUS, Principal, Scope, bearer_token, digest, unauthorized
 from .compute import Compute
 from .jobs.manager import JobManager
@@ -60,6 +61,7 @@ async def principal(request: Request) -> Principal:
         if holder is None:
             raise unauthorized("unknown or revoked key")
         found = Principal(holder[0], Scope(holder[1]))
+    observability.note_principal(found.name)
     request.app.state.rates.take(f"principal {found.name!r}")
     return found
 

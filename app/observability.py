@@ -5,7 +5,8 @@
   and carried to whatever runs for it (a heavy computation's process, a job's record), so that every line logged for
   one request carries its id.
 * **Logs.** ``DPCAL_LOG_FORMAT=text`` (default) or ``json``: one JSON object per line (time, level, logger, message,
-  request id, and the fields a line adds: method, route, status, latency, cache, job), tracebacks inside the line.
+  request id, principal, and the fields a line adds: method, route, status, latency, cache), tracebacks inside the
+  line. A job's run logs with the id of the request that submitted it.
   One access line per request (``dpcal.access``) with its latency replaces uvicorn's.
 """
 
@@ -18,7 +19,8 @@ import logging.config
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,16 +29,18 @@ REQUEST_ID_HEADER = "X-Request-ID"
 
 @dataclass
 class RequestInfo:
-    """What the access line of the request being answered will say beyond its status: its id, and whether its
-    answer came from the cache (``hit``/``miss``; None where no cache was consulted)."""
+    """What the access line of the request being answered will say beyond its status: its id, who asked (the
+    principal, once authenticated) and whether its answer came from the cache (``hit``/``miss``; None where no cache
+    was consulted)."""
 
     id: str
     cache: str | None = None
+    principal: str | None = None
 
 
 CURRENT: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar("dpcal_request", default=None)
 """The request being answered (None outside one); shared by the threads and tasks working for it."""
-FIELDS = ("request_id", "method", "route", "status", "latency_ms", "cache", "client")
+FIELDS = ("request_id", "principal", "method", "route", "status", "latency_ms", "cache", "client")
 """The fields a log line may add to its message (``extra=``), in the order a JSON line shows them."""
 
 _ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -63,12 +67,33 @@ def note_cache(hit: bool) -> None:
         info.cache = "hit" if hit else "miss"
 
 
+def note_principal(name: str) -> None:
+    """The request being answered was authenticated as ``name``."""
+    info = CURRENT.get()
+    if info is not None:
+        info.principal = name
+
+
+@contextmanager
+def working_for(request_id: str | None, principal: str | None = None) -> Iterator[None]:
+    """Lines logged inside carry ``request_id`` and ``principal``: a job's run, in a worker, logs with the id of
+    the request that submitted it."""
+    token = CURRENT.set(RequestInfo(request_id, principal=principal) if request_id else None)
+    try:
+        yield
+    finally:
+        CURRENT.reset(token)
+
+
 class RequestIdFilter(logging.Filter):
-    """Adds the current request's id to every record that has none."""
+    """Adds the current request's id (and principal) to every record that has none."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        info = CURRENT.get()
         if getattr(record, "request_id", None) is None:
-            record.request_id = current_id()
+            record.request_id = None if info is None else info.id
+        if getattr(record, "principal", None) is None and info is not None:
+            record.principal = info.principal
         return True
 
 
@@ -159,6 +184,7 @@ def log_access(scope: Mapping[str, Any], route: str | None, status: int, seconds
             "latency_ms": round(seconds * 1000.0, 3),
             "cache": info.cache,
             "request_id": info.id,
+            "principal": info.principal,
             "client": None if not client else client[0],
         },
     )

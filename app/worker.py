@@ -7,8 +7,10 @@ its pipe, and exits; the service kills it when the request's budget runs out or 
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -18,6 +20,8 @@ from accountants import registry
 
 from . import observability
 from .host import exit_with_parent
+
+_log = logging.getLogger("dpcal.compute")
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -96,10 +100,13 @@ def answer(
     observability.configure(log_format, level)
     if request_id is not None:
         observability.CURRENT.set(observability.RequestInfo(request_id))
+    started = time.perf_counter()
     try:
         outcome: tuple[str, Any] = ("ok", function(*args))
     except Exception as error:
         outcome = ("error", portable(error))
+    _log.info("computed %s in process %d: %s in %.3f s", function.__name__, os.getpid(), outcome[0],
+              time.perf_counter() - started)  # fmt: skip
     try:
         connection.send(outcome)
     except Exception as error:  # an unpicklable answer is a bug: say so rather than hang the request

@@ -12,6 +12,7 @@ import logging
 import signal
 import threading
 
+from .. import observability
 from ..settings import Settings
 from .manager import JobManager
 
@@ -20,10 +21,7 @@ _log = logging.getLogger("dpcal.worker")
 
 def run(settings: Settings) -> int:
     """Run jobs until SIGTERM or SIGINT; 0 on a clean stop."""
-    logging.basicConfig(
-        level=settings.log_level.upper() if settings.log_level != "trace" else "DEBUG",
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    observability.configure(settings.log_format, settings.log_level)  # as a server process logs (JSON or text)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -38,7 +38,7 @@ from accountants.errors import FieldIssue, ParameterError
 from accountants.planning import plan_job
 from accountants.verification import BlockResult, JobPlan, block_sizes, sized_for_power, summarize
 
-from .. import metrics
+from .. import metrics, observability
 from ..host import try_lock
 from ..settings import Settings
 from .runner import DaskRunner, ProcessPoolRunner, Runner, RunnerLost
@@ -163,10 +163,15 @@ class JobManager:
         return plan
 
     def submit(
-        self, body: dict[str, Any], idempotency_key: str | None, principal: str | None = None
+        self,
+        body: dict[str, Any],
+        idempotency_key: str | None,
+        principal: str | None = None,
+        request_id: str | None = None,
     ) -> tuple[Job, bool]:
         """Store a job for ``principal`` (None: no authentication), or return the one already stored under
-        ``idempotency_key`` for the same body; keys are per principal (stored as ``principal`` + newline + key)."""
+        ``idempotency_key`` for the same body; keys are per principal (stored as ``principal`` + newline + key).
+        ``request_id``: the submitting request's, which the job's runs log with."""
         request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         if idempotency_key is not None and principal is not None:
             idempotency_key = f"{principal}\n{idempotency_key}"
@@ -185,6 +190,7 @@ class JobManager:
             self.settings.job_max_queued,
             principal,
             self.settings.principal_max_queued,
+            request_id,
         )
         self._wake.set()
         return job, created
@@ -252,6 +258,11 @@ class JobManager:
             self._wake.clear()
             return
         self._current = job.id
+        with observability.working_for(job.request_id, job.principal):  # its log lines carry the submitter's id
+            self._attempt(job)
+
+    def _attempt(self, job: Job) -> None:
+        """Run a claimed job; an unexpected error fails it (the store being unreachable is the caller's)."""
         try:
             _log.info("job %s: attempt %d", job.id, job.attempts)
             self._run(job)

@@ -63,6 +63,7 @@ JOBS = sa.Table(
     sa.Column("result", sa.Text),
     sa.Column("error", sa.Text),
     sa.Column("principal", sa.Text),
+    sa.Column("request_id", sa.Text),
     sa.Index("jobs_status", "status", "seq"),
 )
 API_KEYS = sa.Table(
@@ -99,9 +100,16 @@ def _add_principals(connection: Connection) -> None:
         connection.execute(sa.text("ALTER TABLE jobs ADD COLUMN principal TEXT"))
 
 
+def _add_request_ids(connection: Connection) -> None:
+    """Version 3: the id of the request that submitted each job (its worker logs with it; NULL before)."""
+    if "request_id" not in {c["name"] for c in sa.inspect(connection).get_columns("jobs")}:
+        connection.execute(sa.text("ALTER TABLE jobs ADD COLUMN request_id TEXT"))
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[Connection], None]], ...] = (
     (1, "jobs and chunks", _create_tables),
     (2, "API keys and job principals", _add_principals),
+    (3, "the request id of each job", _add_request_ids),
 )
 """The schema's versions, in order: (version, what it adds, how). A store applies those above its version."""
 
@@ -142,6 +150,8 @@ class Job:
     request_hash: str
     principal: str | None = None
     """Who submitted it (None: submitted without authentication)."""
+    request_id: str | None = None
+    """The id of the request that submitted it (its runs log with it)."""
 
     @property
     def finished(self) -> bool:
@@ -234,6 +244,7 @@ class JobStore:
         max_queued: int,
         principal: str | None = None,
         principal_max_queued: int | None = None,
+        request_id: str | None = None,
     ) -> tuple[Job, bool]:
         """Insert a queued job; returns (job, created). With a known idempotency key and the same request hash the
         existing job is returned (created=False); a different hash raises :class:`IdempotencyConflict`. Raises
@@ -268,6 +279,7 @@ class JobStore:
                     request_hash=request_hash,
                     idempotency_key=idempotency_key,
                     principal=principal,
+                    request_id=request_id,
                     plan=json.dumps(plan),
                     total=total,
                     created_at=now,
@@ -598,4 +610,5 @@ def _job(row: Any) -> Job:
         idempotency_key=row["idempotency_key"],
         request_hash=row["request_hash"],
         principal=row["principal"],
+        request_id=row["request_id"],
     )

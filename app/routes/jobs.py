@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response
 
 from accountants import registry
 
+from .. import observability
 from ..auth import ANONYMOUS, Principal, forbidden
 from ..deps import JobManagerDep, PrincipalDep, in_params
 from ..jobs.store import IdempotencyConflict, Job, QueueFull, iso
@@ -102,7 +103,8 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
             raise forbidden(principal, "it may read jobs, not submit them")
         try:
             with in_params(registry.get(job.algorithm)):
-                stored, created = manager.submit(job.model_dump(mode="json"), idempotency_key, _submitter(principal))
+                body, submitter = job.model_dump(mode="json"), _submitter(principal)
+                stored, created = manager.submit(body, idempotency_key, submitter, observability.current_id())
         except IdempotencyConflict as conflict:
             raise ApiProblem(
                 409,

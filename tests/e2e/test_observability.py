@@ -9,6 +9,8 @@ import re
 import httpx
 import pytest
 
+from ..support.jobs import body as job_body
+from ..support.jobs import wait
 from ..support.params import MNIST
 from ..support.server import start_server, stop_server
 
@@ -78,6 +80,8 @@ def test_json_logs_carry_the_request_id_route_status_latency_and_cache():
                 assert http.post("/v1/privacy", json=HEAVY, headers={"X-Request-ID": rid}).status_code == 200
             bad = http.post("/v1/privacy", json={**PRIVACY, "delta": 2}, headers={"X-Request-ID": "bad-1"})
             assert bad.status_code == 422
+            job = http.post("/v1/jobs", json=job_body(trials=64), headers={"X-Request-ID": "job-7"}).json()
+            assert wait(http, job["id"])["status"] == "succeeded"
     finally:
         stop_server(process)
     assert process.stderr is not None
@@ -91,6 +95,11 @@ def test_json_logs_carry_the_request_id_route_status_latency_and_cache():
     assert bad_line["status"] == 422 and bad_line["method"] == "POST"
     assert first["latency_ms"] > second["latency_ms"] > 0
     assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    # end to end: the heavy computation's own process, and the job's run in the worker, log with the request's id
+    computed = [r for r in records if r["logger"] == "dpcal.compute" and r.get("request_id") == "heavy-1"]
+    assert len(computed) == 1 and "computed" in computed[0]["message"]
+    ran = [r for r in records if r["logger"] == "dpcal.jobs" and r.get("request_id") == "job-7"]
+    assert ran and job["id"] in ran[0]["message"]
 
 
 def test_ten_thousand_unknown_fields_get_a_bounded_answer(served):

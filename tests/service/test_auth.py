@@ -190,3 +190,10 @@ def test_a_principal_over_its_request_rate_gets_429_and_others_do_not(tmp_path, 
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert "alice" in problem["detail"] and "DPCAL_PRINCIPAL_BURST" in problem["detail"]
     assert keyless.status_code == 429 and "client" in keyless.json()["detail"]
+
+
+def test_the_access_line_names_the_principal(tmp_path, principals, caplog):
+    with caplog.at_level("INFO", logger="dpcal.access"), principals.client(tmp_path) as http:
+        assert http.get("/v1/jobs", headers=principals.headers("alice")).status_code == 200
+    (line,) = [r for r in caplog.records if r.name == "dpcal.access" and getattr(r, "route", None) == "/v1/jobs"]
+    assert line.principal == ("alice" if principals.mode == "api-key" else "oidc:alice")
