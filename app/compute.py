@@ -196,12 +196,14 @@ class Compute:
         cached = self.cache.get(key)
         observability.note_cache(cached is not None)
         if cached is not None:
+            observability.note_accountant(cached)
             return cached
         if cost() is Cost.CHEAP:
             report = await self.cheap.run(request, self.settings, function, args)
         else:
             report = await self._heavy(request, kind, function, args)
         self.cache.put(key, report)
+        observability.note_accountant(report)
         return report
 
     async def _heavy(self, request: Request, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -5,9 +5,9 @@
   and carried to whatever runs for it (a heavy computation's process, a job's record), so that every line logged for
   one request carries its id.
 * **Logs.** ``DPCAL_LOG_FORMAT=text`` (default) or ``json``: one JSON object per line (time, level, logger, message,
-  request id, principal, and the fields a line adds: method, route, status, latency, cache), tracebacks inside the
-  line. A job's run logs with the id of the request that submitted it.
-  One access line per request (``dpcal.access``) with its latency replaces uvicorn's.
+  request id, principal, and the fields a line adds: method, route, status, latency, accountant, cache),
+  tracebacks inside the line. A job's run logs with the id of the request that submitted it. One access line per
+  request (``dpcal.access``) with its latency replaces uvicorn's.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ class RequestInfo:
     id: str
     cache: str | None = None
     principal: str | None = None
+    accountant: str | None = None
 
 
 CURRENT: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar("dpcal_request", default=None)
 """The request being answered (None outside one); shared by the threads and tasks working for it."""
-FIELDS = ("request_id", "principal", "method", "route", "status", "latency_ms", "cache", "client")
+FIELDS = ("request_id", "principal", "method", "route", "status", "latency_ms", "accountant", "cache", "client")
 """The fields a log line may add to its message (``extra=``), in the order a JSON line shows them."""
 
 _ACCEPTED_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -65,6 +66,14 @@ def note_cache(hit: bool) -> None:
     info = CURRENT.get()
     if info is not None:
         info.cache = "hit" if hit else "miss"
+
+
+def note_accountant(report: object) -> None:
+    """The accountant whose guarantee the request's answer reports (where the answer names one)."""
+    info = CURRENT.get()
+    accountant = getattr(report, "accountant", None)
+    if info is not None and isinstance(accountant, str):
+        info.accountant = accountant
 
 
 def note_principal(name: str) -> None:
@@ -183,6 +192,7 @@ def log_access(scope: Mapping[str, Any], route: str | None, status: int, seconds
             "status": status,
             "latency_ms": round(seconds * 1000.0, 3),
             "cache": info.cache,
+            "accountant": info.accountant,
             "request_id": info.id,
             "principal": info.principal,
             "client": None if not client else client[0],

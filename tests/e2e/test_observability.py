@@ -91,6 +91,7 @@ def test_json_logs_carry_the_request_id_route_status_latency_and_cache():
     access = {r["request_id"]: r for r in records if r["logger"] == "dpcal.access" and "request_id" in r}
     first, second, bad_line = access["heavy-1"], access["heavy-2"], access["bad-1"]
     assert (first["route"], first["status"], first["cache"]) == ("/v1/privacy", 200, "miss")
+    assert first["accountant"] == second["accountant"] == "tight"  # the accountant that answered
     assert (second["status"], second["cache"]) == (200, "hit")
     assert bad_line["status"] == 422 and bad_line["method"] == "POST"
     assert first["latency_ms"] > second["latency_ms"] > 0
