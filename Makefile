@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: serve test check openapi bench lint clean
+.PHONY: serve test check openapi bench lint lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,5 +48,12 @@ bench: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
+## lock: re-resolve deploy/requirements.lock (what the image installs, every file by hash) from pyproject.toml
+lock:
+	$(PYTHON) -m venv $(VENV)-lock && $(VENV)-lock/bin/python -m pip install --quiet pip-tools==7.6.2
+	$(VENV)-lock/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --extra postgres \
+		--extra dask --no-emit-index-url --no-emit-find-links -o deploy/requirements.lock pyproject.toml \
+		deploy/build-requirements.in
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) $(VENV)-lock .pytest_cache .hypothesis .ruff_cache

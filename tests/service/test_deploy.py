@@ -24,8 +24,7 @@ def test_the_compose_file_describes_apis_workers_postgres_and_dask():
         assert services[name]["environment"]["DPCAL_JOB_BACKEND"] == "dask"
     databases = {services[n]["environment"]["DPCAL_JOBS_DB"] for n in ("api-1", "api-2", "worker-1", "worker-2")}
     assert len(databases) == 1 and databases.pop().startswith("postgresql://")
-    assert services["api-1"]["build"]["args"]["EXTRAS"] == "postgres,dask"
-    assert "ARG EXTRAS" in (ROOT / "Dockerfile").read_text()
+    assert services["api-1"]["build"]["dockerfile"] == "Dockerfile"
 
 
 def test_no_secret_in_the_compose_file_and_the_scheduler_is_not_published():
@@ -68,3 +67,32 @@ def test_the_proxy_bounds_every_phase_of_a_request_around_the_services_own_limit
     services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
     assert services["proxy"]["ports"] == ["127.0.0.1:8000:8000"]
     assert "./nginx.conf:/etc/nginx/nginx.conf:ro" in services["proxy"]["volumes"]
+
+
+def test_the_image_installs_only_from_the_lock_file_and_a_pinned_base():
+    """The Dockerfile's base image is pinned by digest; it installs deploy/requirements.lock with --require-hashes
+    (every line one exact version with its hashes) before dpcal itself with --no-deps; and the lock satisfies every
+    runtime requirement of pyproject.toml with the extras the image serves (a lock left behind a new dependency, or
+    a pin outside a new bound, fails here)."""
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}$", dockerfile, re.M)
+    assert re.search(r"^FROM \$\{PYTHON_IMAGE\}$", dockerfile, re.M)
+    assert "pip install --require-hashes --no-deps -r requirements.lock" in dockerfile
+    assert "pip install --no-deps --no-build-isolation ." in dockerfile and "pip check" in dockerfile
+    lock = (ROOT / "deploy" / "requirements.lock").read_text()
+    entries = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", lock, re.M)
+    pins = {name.lower().replace("_", "-"): version for name, version, _ in entries}
+    assert len(pins) == len(re.findall(r"^\S+==", lock, re.M)) > 20  # every pin carries hashes
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["postgres"],
+              *project["optional-dependencies"]["dask"], "setuptools>=77"]  # fmt: skip
+    for line in wanted:
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not in deploy/requirements.lock: run make lock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (name, pins[name], str(requirement))
