@@ -28,7 +28,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "The requester's request rate is spent (DPCAL_PRINCIPAL_RATE, DPCAL_PRINCIPAL_BURST; under "
         "DPCAL_AUTH api-key or oidc); retry after Retry-After seconds.",
     },
-    422: {"content": PROBLEM_CONTENT, "description": "Invalid input: each offending field with what is allowed."},
+    422: {
+        "content": PROBLEM_CONTENT,
+        "description": "Invalid input: each offending field with what is allowed. Besides this document's schemas, "
+        "the rules a JSON schema cannot state answer 422 too: an algorithm's own conditions on its parameters "
+        "(e.g. exactly one of steps and epochs; the noise knob required for privacy, which calibration computes; "
+        "values whose products leave double precision); limits the operator sets (DPCAL_JOB_MAX_TRIALS, "
+        "DPCAL_JOB_MAX_SECONDS); an event tree's size and depth; a cursor this endpoint did not return; and a "
+        "calibration target no noise can meet (calibration-infeasible, naming the reachable targets).",
+    },
     503: {
         "content": PROBLEM_CONTENT,
         "description": "At capacity: every heavy-computation slot of the host is busy (DPCAL_MAX_HEAVY), the "

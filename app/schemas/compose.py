@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
+from accountants import registry
 from accountants.events import FieldKind, Syntax, SyntaxField
 from accountants.pipeline import ACCOUNTANTS, MAX_DEPTH, MAX_NODES, MAX_RELEASES, node_syntax
 
@@ -31,13 +32,20 @@ def _field_schema(field: SyntaxField) -> dict[str, Any]:
     return {"type": field.kind.value}
 
 
+def _node_field(syntax: Syntax, field: SyntaxField) -> dict[str, Any]:
+    """A node field's schema; an ``algorithm`` node's ``algorithm`` is one of the registered ids."""
+    if syntax.name == "algorithm" and field.name == "algorithm":
+        return {"type": "string", "enum": sorted(f.id for f in registry.families())}
+    return _field_schema(field)
+
+
 def _variant(syntax: Syntax) -> dict[str, Any]:
     """One node type's schema, from its declaration (:func:`accountants.pipeline.node_syntax`)."""
     return {
         "type": "object",
         "title": syntax.name,
         "description": syntax.description,
-        "properties": {"type": {"const": syntax.name}, **{f.name: _field_schema(f) for f in syntax.fields}},
+        "properties": {"type": {"const": syntax.name}, **{f.name: _node_field(syntax, f) for f in syntax.fields}},
         "required": ["type", *(f.name for f in syntax.fields if f.name != "params")],
         "additionalProperties": False,
     }
