@@ -73,6 +73,57 @@ def test_48_concurrent_rdp_compositions_leave_healthz_answering():
         stop_server(process)
 
 
+def test_large_and_malformed_bodies_leave_healthz_answering():
+    """Bodies of up to 1 MB that take work to refuse — 10⁴ unknown fields (~130 KB, every one an issue), a chunked
+    body growing past the limit, a 1 MB body of one string — sent over and over from four clients while /healthz is
+    probed: each probe answers within the second."""
+    process, url = start_server({"DPCAL_MAX_BODY_BYTES": "1000000"})
+    privacy = {"algorithm": "dp-sgd", "params": {"dataset_size": 60000, "batch_size": 256, "epochs": 1,
+               "noise_multiplier": 1.1}, "delta": 1e-5, "accountant": "rdp"}  # fmt: skip
+    many = {**privacy, "params": privacy["params"] | {f"x{i}": 1 for i in range(10**4)}}
+    long_string = {**privacy, "pad": "x" * 900_000}
+
+    def chunked():
+        yield b'{"algorithm": "dp-sgd", "params": {"x": "'
+        for _ in range(2000):
+            yield b"a" * 1024
+        yield b'"}}'
+
+    statuses: Counter[int] = Counter()
+    stop = threading.Event()
+
+    def client(kind: int) -> None:
+        with httpx.Client(base_url=url, timeout=120) as http:
+            while not stop.is_set():
+                if kind == 0:
+                    response = http.post("/v1/privacy", json=many)
+                elif kind == 1:
+                    response = http.post("/v1/privacy", content=chunked(), headers={"content-type": "application/json"})
+                else:
+                    response = http.post("/v1/privacy", json=long_string)
+                statuses[response.status_code] += 1
+
+    threads = [threading.Thread(target=client, args=(k % 3,)) for k in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        probes: list[float] = []
+        with httpx.Client(base_url=url, timeout=30) as http:
+            while len(probes) < 40 or sum(statuses.values()) < 12:
+                started = time.monotonic()
+                assert http.get("/healthz").status_code == 200
+                probes.append(time.monotonic() - started)
+                time.sleep(0.05)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert max(probes) < HEALTH_BOUND_SECONDS, sorted(probes)[-5:]
+        assert set(statuses) <= {413, 422} and statuses[413] and statuses[422], statuses
+    finally:
+        stop.set()
+        stop_server(process)
+
+
 def test_cheap_computations_beyond_the_waiting_room_get_503():
     process, url = start_server({"DPCAL_MAX_CHEAP": "1", "DPCAL_MAX_CHEAP_WAITING": "1"})
     try:
