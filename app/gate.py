@@ -83,21 +83,21 @@ class RequestGate:
         the limit, the rest never read; 408 for a body still arriving after that time); then ``receive`` replays
         it as one message and passes on what follows (the client's disconnection)."""
         parts, size = [], 0
-        deadline = time.monotonic() + BODY_SECONDS
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), timeout=max(deadline - time.monotonic(), 0.0))
-            except TimeoutError:
-                return receive, _too_slow()
-            if message["type"] != "http.request":  # the client left: the route sees it
-                return _replay(message, receive), None
-            size += len(message.get("body", b""))
-            if size > self.max_body_bytes:
-                return receive, self._too_large()
-            parts.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                body = {"type": "http.request", "body": b"".join(parts), "more_body": False}
-                return _replay(body, receive), None
+        try:
+            async with asyncio.timeout(BODY_SECONDS):  # one timer for the whole body (not one per chunk)
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":  # the client left: the route sees it
+                        return _replay(message, receive), None
+                    size += len(message.get("body", b""))
+                    if size > self.max_body_bytes:
+                        return receive, self._too_large()
+                    parts.append(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        body = {"type": "http.request", "body": b"".join(parts), "more_body": False}
+                        return _replay(body, receive), None
+        except TimeoutError:
+            return receive, _too_slow()
 
     def _too_large(self) -> problems.ApiProblem:
         return problems.ApiProblem(

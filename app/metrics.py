@@ -28,9 +28,12 @@ REQUESTS = Counter("dpcal_requests", "HTTP requests answered", ("route", "method
 LATENCY = Histogram(
     "dpcal_request_duration_seconds", "Time to answer an HTTP request", ("route", "method"), buckets=LATENCY_BUCKETS
 )
+OVERLOADED_REASONS = ("busy", "share", "cheap", "rate", "timeout")
 OVERLOADED = Counter(
     "dpcal_overloaded", "Requests refused (busy, share, cheap: 503; rate: 429) or stopped (timeout: 504)", ("reason",)
 )
+for _reason in OVERLOADED_REASONS:  # every series from the start (0), so a rate over them is defined
+    OVERLOADED.labels(_reason)
 HEAVY_RUNNING = Gauge("dpcal_heavy_running", "Heavy computations this server process runs now")
 CHEAP_RUNNING = Gauge("dpcal_cheap_running", "Cheap computations this server process runs now (DPCAL_MAX_CHEAP)")
 JOB_DURATION = Histogram(

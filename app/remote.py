@@ -46,7 +46,8 @@ def body(algorithm: str, params: Mapping[str, Any], **given: Any) -> dict[str, A
 
 
 API_KEY_VARIABLE = "DPCAL_API_KEY"
-"""The API key clients send (``Authorization: Bearer``) where none is given: for a server with DPCAL_AUTH=api-key."""
+"""The API key or access token clients send (``Authorization: Bearer``) where none is given: for a server with
+DPCAL_AUTH=api-key or oidc."""
 
 
 def auth_headers(api_key: str | None = None) -> dict[str, str]:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from accountants.params import refuse_many_unknown
 
 
 class Strict(BaseModel):
-    """Request bodies: unknown fields rejected, strict JSON types, finite numbers only."""
+    """Request bodies: unknown fields rejected (many at once as one error), strict JSON types, finite numbers
+    only."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _many_unknown(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            refuse_many_unknown(cls, data)
+        return data
 
 
 class Out(BaseModel):
