@@ -9,6 +9,7 @@ from accountants import registry
 from ..support.http import assert_problem
 from ..support.oracles import DPA_ORDERS, dpa_poisson_event, dpa_rdp_epsilon
 from ..support.params import MNIST
+from ..support.server import wait_until_ready
 
 PROBLEM = "application/problem+json"
 
@@ -272,6 +273,7 @@ def test_answers_never_contain_non_finite_numbers(http):
 @pytest.mark.parametrize("path", ["/", "/healthz", "/readyz", "/docs", "/v1/algorithms", "/openapi.json"])
 def test_every_get_answers_head_with_its_headers_and_no_body(http, path):
     """Load balancers and uptime checks probe with HEAD (it was 405)."""
+    wait_until_ready(str(http.base_url).rstrip("/"))  # /readyz is 503 while the fork server starts
     get, head = http.get(path), http.head(path)
     assert head.status_code == get.status_code == 200 and head.content == b""
     assert head.headers["content-type"] == get.headers["content-type"]
