@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -42,7 +42,7 @@ from .settings import Settings
 
 RETRY_AFTER_SECONDS = 2
 _POLL_SECONDS = 0.2
-"""How often a waiting heavy request checks whether its client is still there."""
+"""How often a waiting request (heavy, or cheap waiting for a slot) checks whether its client is still there."""
 
 
 class AnswerCache:
@@ -80,11 +80,11 @@ class CheapAdmission:
         self.slots, self.waiting = slots, waiting
         self.queued = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._semaphore = asyncio.Semaphore(slots)
+        self._semaphore: asyncio.Semaphore | None = None
 
     def _for_this_loop(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
+        if self._semaphore is None or loop is not self._loop:
             self._loop, self._semaphore, self.queued = loop, asyncio.Semaphore(self.slots), 0
         return self._semaphore
 
@@ -110,21 +110,47 @@ class CheapAdmission:
             metrics.OVERLOADED.labels("cheap").inc()
             raise cheap_busy(settings, "waiting")
         self.queued += 1
-        deadline = time.monotonic() + settings.request_timeout
+        acquiring = asyncio.ensure_future(semaphore.acquire())  # one place in the queue, kept while polling
         try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    metrics.OVERLOADED.labels("cheap").inc()
-                    raise cheap_busy(settings, "budget")
-                try:
-                    await asyncio.wait_for(semaphore.acquire(), timeout=min(_POLL_SECONDS * 5, remaining))
-                    return
-                except TimeoutError:
-                    if await request.is_disconnected():
-                        raise client_gone() from None
+            await wait_while_connected(
+                request,
+                lambda: asyncio.shield(acquiring),
+                settings.request_timeout,
+                lambda: cheap_busy(settings, "budget"),
+                "cheap",
+            )
+        except BaseException:
+            if acquiring.done() and not acquiring.cancelled():
+                semaphore.release()  # acquired as the wait was given up: hand the slot on
+            else:
+                acquiring.cancel()
+            raise
         finally:
             self.queued -= 1
+
+
+async def wait_while_connected(
+    request: Request,
+    awaited: Callable[[], Awaitable[Any]],
+    seconds: float,
+    over: Callable[[], ApiProblem],
+    reason: str,
+) -> None:
+    """Await ``awaited()`` for at most ``seconds``, looking every :data:`_POLL_SECONDS` whether the client is still
+    there (499 when it left, the wait abandoned); past the time, ``over()`` is raised and counted as an overload for
+    ``reason`` in ``/metrics``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            metrics.OVERLOADED.labels(reason).inc()
+            raise over()
+        try:
+            await asyncio.wait_for(awaited(), timeout=min(_POLL_SECONDS, remaining))
+            return
+        except TimeoutError:
+            if await request.is_disconnected():
+                raise client_gone() from None
 
 
 @dataclass
@@ -253,18 +279,14 @@ class Compute:
         ready = loop.create_future()
         fd = running.connection.fileno()
         loop.add_reader(fd, _resolve, ready)
-        deadline = time.monotonic() + self.settings.request_timeout
         try:
-            while not ready.done():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    metrics.OVERLOADED.labels("timeout").inc()
-                    raise timed_out(self.settings)
-                try:
-                    await asyncio.wait_for(asyncio.shield(ready), timeout=min(_POLL_SECONDS, remaining))
-                except TimeoutError:
-                    if await request.is_disconnected():
-                        raise client_gone() from None
+            await wait_while_connected(
+                request,
+                lambda: asyncio.shield(ready),
+                self.settings.request_timeout,
+                lambda: timed_out(self.settings),
+                "timeout",
+            )
         finally:
             loop.remove_reader(fd)
         # the event loop (uvloop) leaves the pipe non-blocking, and an answer larger than the pipe's buffer is still

@@ -62,7 +62,8 @@ async def principal(request: Request) -> Principal:
             raise unauthorized("unknown or revoked key")
         found = Principal(holder[0], Scope(holder[1]))
     observability.note_principal(found.name)
-    request.app.state.rates.take(f"principal {found.name!r}")
+    request.state.requester = f"principal {found.name!r}"  # for its request rate and its share of heavy work
+    request.app.state.rates.take(request.state.requester)
     return found
 
 
@@ -74,7 +75,7 @@ async def accounting_principal(request: Request) -> None:
     if settings.auth == "none":
         return
     if settings.auth_accounting == "required" or request.headers.get("authorization"):
-        request.state.requester = f"principal {(await principal(request)).name!r}"
+        await principal(request)  # notes request.state.requester
     else:
         request.state.requester = f"client {request.client.host if request.client else 'unknown'}"
         request.app.state.rates.take(request.state.requester)

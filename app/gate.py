@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from fastapi import Request
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import metrics, observability, problems
@@ -135,7 +136,8 @@ class RequestGate:
 
     @cached_property
     def _paths(self) -> list[tuple[re.Pattern[str], tuple[str, ...]]]:
-        return [(_template(path), _methods(item)) for path, item in self._documented().items()]
+        # each path template as the router compiles it (a ``{parameter}`` is one path segment)
+        return [(compile_path(path)[0], _methods(item)) for path, item in self._documented().items()]
 
 
 class _Response:
@@ -180,12 +182,6 @@ def _headers_only(send: Send) -> Send:
         await send(message)
 
     return sending
-
-
-def _template(path: str) -> re.Pattern[str]:
-    """An OpenAPI path template as a pattern: each ``{parameter}`` one path segment."""
-    parts = re.split(r"(\{[^}]*\})", path)
-    return re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part) for part in parts))
 
 
 def _methods(item: Mapping[str, Any]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from .common import Problem
 
 JobStatus = Literal["queued", "running", "cancelling", "succeeded", "failed", "cancelled"]
 """A job's status as shown: ``cancelling`` is a running job asked to stop (it stops after the chunk in progress)."""
+STATUS_DESCRIPTION = "queued, running, cancelling (running, asked to stop), succeeded, failed or cancelled."
 
 
 class Progress(BaseModel):
@@ -59,7 +60,7 @@ class JobAccounting(BaseModel):
 class JobOut(BaseModel):
     id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
     status: JobStatus = Field(
-        description="queued, running, cancelling (running, asked to stop), succeeded, failed or cancelled.",
+        description=STATUS_DESCRIPTION,
         examples=["queued"],
     )
     progress: Progress = Field(description="Trials finished so far (written after every chunk).")
@@ -92,7 +93,7 @@ class JobSummary(BaseModel):
     id: str = Field(description="Job id.", examples=["3f9c2e54a1b84d9f8f5a2c1e0b7d6a43"])
     algorithm: str = Field(description="The algorithm simulated.", examples=["dp-sgd"])
     status: JobStatus = Field(
-        description="queued, running, cancelling (running, asked to stop), succeeded, failed or cancelled.",
+        description=STATUS_DESCRIPTION,
         examples=["running"],
     )
     progress: Progress = Field(description="Trials finished, rate and time left.")
