@@ -145,7 +145,7 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
 
     @app.exception_handler(ApiProblem)
     async def _api_problem(request: Request, exc: ApiProblem) -> JSONResponse:
-        return problem_response(request, exc, headers=exc.headers)
+        return problem_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -169,16 +169,7 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
 
     @app.exception_handler(CalibrationError)
     async def _calibration(request: Request, exc: CalibrationError) -> JSONResponse:
-        return problem_response(
-            request,
-            ApiProblem(
-                422,
-                "calibration-infeasible",
-                "Calibration target cannot be met",
-                str(exc),
-                errors=[{"loc": ["target_epsilon"], "message": str(exc), "allowed": None}],
-            ),
-        )
+        return problem_response(request, calibration_infeasible(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -194,24 +185,39 @@ def install(app: FastAPI, request_models: Mapping[str, Mapping[str, type[BaseMod
         # A safety net: the families refuse values outside double precision by name; anything that still divides by
         # an underflowed zero or overflows is answered as a 422 (never a 500) and logged so the rule can be added.
         _log.warning("arithmetic error on %s: %r", request.url.path, exc, exc_info=exc)
-        message = (
-            f"cannot be evaluated in double precision ({type(exc).__name__}: {exc}); rescale the parameters so their "
-            "products and quotients stay between 1e-300 and 1e300 (if your values are ordinary, please report this)"
-        )
-        problem = ApiProblem(
-            422,
-            "numerical-range",
-            "Parameters outside the numerical range",
-            "the combination of parameters " + message,
-            errors=[{"loc": ["params"], "message": message, "allowed": "values within double-precision range"}],
-        )
-        return problem_response(request, problem)
+        return problem_response(request, numerical_range(exc))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # pragma: no cover - a bug if reached
         _log.exception("unhandled error on %s", request.url.path)
         problem = ApiProblem(500, "internal-error", "Internal error", "an unexpected error occurred; it was logged")
         return problem_response(request, problem)
+
+
+def calibration_infeasible(exc: CalibrationError) -> ApiProblem:
+    """No value of the calibrated knob meets the target (the message names the reachable targets)."""
+    return ApiProblem(
+        422,
+        "calibration-infeasible",
+        "Calibration target cannot be met",
+        str(exc),
+        errors=[{"loc": ["target_epsilon"], "message": str(exc), "allowed": None}],
+    )
+
+
+def numerical_range(exc: ArithmeticError) -> ApiProblem:
+    """The parameters' products or quotients left double precision (a 422, never a 500)."""
+    message = (
+        f"cannot be evaluated in double precision ({type(exc).__name__}: {exc}); rescale the parameters so their "
+        "products and quotients stay between 1e-300 and 1e300 (if your values are ordinary, please report this)"
+    )
+    return ApiProblem(
+        422,
+        "numerical-range",
+        "Parameters outside the numerical range",
+        "the combination of parameters " + message,
+        errors=[{"loc": ["params"], "message": message, "allowed": "values within double-precision range"}],
+    )
 
 
 def _from_validation(errors: Sequence[Mapping[str, Any]], models: Mapping[str, type[BaseModel]]) -> ApiProblem:
