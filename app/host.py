@@ -55,3 +55,21 @@ def exit_with_parent(parent: int, code: int = 1, interval: float = 0.5) -> None:
         os._exit(code)
 
     threading.Thread(target=watch, name="dpcal-parent-watch", daemon=True).start()
+
+
+def contention() -> float:
+    """How many times longer CPU-bound work takes here than on an idle core: the other runnable work per core, plus
+    the work itself (at least 1). The other work is the mean of the last minute's load average (which lags a burst by
+    tens of seconds, and its end as long) and the tasks runnable now (``/proc/loadavg``'s fourth field, less the one
+    reading it: the present, noisy), each less this process."""
+    cores = os.cpu_count() or 1
+    try:
+        average = os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        return 1.0
+    try:
+        now = float(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1.0
+    except (OSError, IndexError, ValueError):  # not Linux
+        now = average
+    others = max(0.0, (average + now) / 2 - 1.0)
+    return max(1.0, (others + 1.0) / cores)

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sqlalchemy.exc
@@ -39,7 +39,7 @@ from accountants.planning import plan_job
 from accountants.verification import BlockResult, JobPlan, block_sizes, sized_for_power, summarize
 
 from .. import metrics, observability
-from ..host import try_lock
+from ..host import contention, try_lock
 from ..settings import Settings
 from .runner import DaskRunner, ProcessPoolRunner, Runner, RunnerLost
 from .store import IdempotencyConflict, Job, JobStore
@@ -73,6 +73,19 @@ def too_long(plan: JobPlan, limit: float) -> FieldIssue:
         f"trials ≤ {max(2, int(plan.trials * limit / total))} here",
         plan.trials,
     )
+
+
+class Outlook(NamedTuple):
+    """What a job not yet measured should expect (:meth:`JobManager.outlook`)."""
+
+    start_seconds: float = 0.0
+    """Seconds before it produces trials, over its plan's estimate."""
+    stretch: float = 1.0
+    """How many times its plan's estimate (made on an idle core) it should take on this host now."""
+
+
+IDLE = Outlook()
+"""No start pending, an idle host."""
 
 
 class JobRejected(ParameterError):
@@ -202,11 +215,13 @@ class JobManager:
             raise IdempotencyConflict(job)
         return job
 
-    def start_seconds(self) -> float:
-        """Seconds before a job submitted now starts producing trials, over its own estimate: the workers' start
-        where this process runs them and they are still starting, and a job's fixed cost (:data:`JOB_OVERHEAD`)."""
+    def outlook(self) -> Outlook:
+        """What a job submitted now should expect: seconds before it starts producing trials, over its own estimate
+        (the workers' start where this process runs them and they are still starting, and a job's fixed cost,
+        :data:`JOB_OVERHEAD`), and how much longer than its plan's estimate (made on an idle core) the host's present
+        :func:`~app.host.contention` makes it."""
         starting = self._runner.startup_left() if self._runner is not None else 0.0
-        return starting + JOB_OVERHEAD
+        return Outlook(start_seconds=starting + JOB_OVERHEAD, stretch=contention())
 
     def cancel(self, job_id: str) -> Job | None:
         job = self.store.request_cancel(job_id)

@@ -18,7 +18,7 @@ import numpy as np
 from accountants import registry
 from accountants.verification import JobPlan, run_block
 
-from ..host import exit_with_parent
+from ..host import contention, exit_with_parent
 
 
 def run_blocks(plan_json: dict[str, Any], first: int, last: int) -> dict[str, np.ndarray]:
@@ -78,15 +78,9 @@ is what a spawned worker loads before its first task."""
 
 
 def _expected_start() -> float:
-    """Seconds the workers are expected to take to start: :data:`LOADED_CPU_SECONDS`, stretched where other work
-    keeps the cores busy (the load average beyond this process, per core: measured 1–1.6 × the CPU time on a 2-core
-    machine at a load of 3–4.5, where the load average's own share would say 2.5)."""
-    cores = os.cpu_count() or 1
-    try:
-        others = max(0.0, os.getloadavg()[0] - 1.0)
-    except OSError:  # no load average on this platform
-        others = 0.0
-    return max(MIN_START_SECONDS, LOADED_CPU_SECONDS * max(1.0, others / cores))
+    """Seconds the workers are expected to take to start: :data:`LOADED_CPU_SECONDS`, stretched by the host's
+    :func:`~app.host.contention` (measured 1–1.6 × the CPU time on a 2-core machine at a load of 3–4.5)."""
+    return max(MIN_START_SECONDS, LOADED_CPU_SECONDS * contention())
 
 
 class ProcessPoolRunner(Runner):
@@ -113,7 +107,8 @@ class ProcessPoolRunner(Runner):
     def startup_left(self) -> float:
         if all(future.done() for future in self._starting):
             return 0.0
-        return max(0.1 * self._expected, self._expected - (time.monotonic() - self._created))
+        elapsed = time.monotonic() - self._created
+        return max(0.1 * self._expected, self._expected - elapsed, 0.5 * elapsed)  # overdue: a busier host than read
 
     def submit(self, plan: JobPlan, first: int, last: int) -> Future[dict[str, np.ndarray]]:
         return self._pool.submit(run_blocks, plan.to_json(), first, last)

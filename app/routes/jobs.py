@@ -12,6 +12,7 @@ from accountants import registry
 from .. import observability
 from ..auth import ANONYMOUS, Principal, forbidden
 from ..deps import JobManagerDep, PrincipalDep, in_params
+from ..jobs.manager import IDLE, Outlook
 from ..jobs.store import IdempotencyConflict, Job, QueueFull, iso
 from ..problems import ApiProblem
 from ..schemas import JobAccounting, JobList, JobOut, JobStatus, JobSummary, JobSummaryList, Progress, RequestBody
@@ -127,7 +128,7 @@ def _submit(job_type: Any) -> Callable[..., JobOut]:
         response.headers["Location"] = f"/v1/jobs/{stored.id}"
         if not created:
             response.headers["Idempotent-Replayed"] = "true"
-        return job_out(stored, manager.start_seconds())
+        return job_out(stored, manager.outlook())
 
     return submit
 
@@ -165,15 +166,15 @@ def list_jobs(
     jobs = manager.store.page(status, limit + 1, after, None if principal.sees_all else principal.name)
     page = jobs[:limit]
     following = page[-1].id if len(jobs) > limit else None
-    start = manager.start_seconds()
+    outlook = manager.outlook()
     if view == "summary":
-        return JobSummaryList(jobs=[job_summary(j, start) for j in page], next_cursor=following)
-    return JobList(jobs=[job_out(j, start) for j in page], next_cursor=following)
+        return JobSummaryList(jobs=[job_summary(j, outlook) for j in page], next_cursor=following)
+    return JobList(jobs=[job_out(j, outlook) for j in page], next_cursor=following)
 
 
 def get_job(manager: JobManagerDep, principal: PrincipalDep, job_id: JobId) -> JobOut:
     """Status, progress, timestamps, the request, and the result or the error."""
-    return job_out(_stored(manager, job_id, principal), manager.start_seconds())
+    return job_out(_stored(manager, job_id, principal), manager.outlook())
 
 
 def cancel_job(manager: JobManagerDep, principal: PrincipalDep, response: Response, job_id: JobId) -> JobOut:
@@ -189,7 +190,7 @@ def cancel_job(manager: JobManagerDep, principal: PrincipalDep, response: Respon
         raise _missing(job_id)
     if job.status == "running":  # shown as cancelling until the chunk in progress ends
         response.status_code = 202
-    return job_out(job, manager.start_seconds())
+    return job_out(job, manager.outlook())
 
 
 def _stored(manager: Any, job_id: str, principal: Principal = ANONYMOUS) -> Job:
@@ -209,16 +210,16 @@ def _missing(job_id: str) -> ApiProblem:
     return ApiProblem(404, "unknown-job", "Unknown job", f"no job {job_id!r}")
 
 
-def progress(job: Job, start_seconds: float = 0.0) -> Progress:
+def progress(job: Job, outlook: Outlook = IDLE) -> Progress:
     """Trials done, the rate over the running time so far, and the time left. Before any trial is measured: the
-    plan's estimate for the trials left plus ``start_seconds`` (the job manager's: its workers' start while they
-    start, and a job's fixed cost). Then the time left at the measured rate, weighed against the plan's estimate by
-    the share of trials done (the first chunks' rate carries the fixed cost of a first round trip: alone it made the
-    time left jump tenfold and back)."""
+    plan's estimate for the trials left, stretched by the host's contention, plus the time before the job starts
+    (the job manager's :class:`~app.jobs.manager.Outlook`). Then the time left at the measured rate, weighed against
+    the (stretched) plan's estimate by the share of trials done (the first chunks' rate carries the fixed cost of a
+    first round trip: alone it made the time left jump tenfold and back)."""
     left = job.total - job.completed
     rate = job.completed / job.runtime if job.completed and job.runtime > 0 else None
     estimate = job.plan.get("estimated_seconds")
-    planned = estimate * left / job.total if estimate else None
+    planned = outlook.stretch * estimate * left / job.total if estimate else None
     eta: float | None
     if job.finished:
         eta = 0.0
@@ -228,7 +229,7 @@ def progress(job: Job, start_seconds: float = 0.0) -> Progress:
     elif rate:
         eta = left / rate
     else:  # nothing measured yet
-        eta = None if planned is None else start_seconds + planned
+        eta = None if planned is None else outlook.start_seconds + planned
     return Progress(completed=job.completed, total=job.total, trials_per_second=rate, eta_seconds=eta)
 
 
@@ -238,12 +239,12 @@ def shown_status(job: Job) -> JobStatus:
     return cast(JobStatus, shown)  # the store keeps JobStatus values
 
 
-def job_summary(job: Job, start_seconds: float = 0.0) -> JobSummary:
+def job_summary(job: Job, outlook: Outlook = IDLE) -> JobSummary:
     return JobSummary(
         id=job.id,
         algorithm=job.algorithm,
         status=shown_status(job),
-        progress=progress(job, start_seconds),
+        progress=progress(job, outlook),
         created_at=iso(job.created_at) or "",
         started_at=iso(job.started_at),
         updated_at=iso(job.updated_at) or "",
@@ -251,7 +252,7 @@ def job_summary(job: Job, start_seconds: float = 0.0) -> JobSummary:
     )
 
 
-def job_out(job: Job, start_seconds: float = 0.0) -> JobOut:
+def job_out(job: Job, outlook: Outlook = IDLE) -> JobOut:
     """A stored job as the API shows it."""
     plan = job.plan
     accounting = JobAccounting(
@@ -266,7 +267,7 @@ def job_out(job: Job, start_seconds: float = 0.0) -> JobOut:
     return JobOut(
         id=job.id,
         status=shown_status(job),
-        progress=progress(job, start_seconds),
+        progress=progress(job, outlook),
         created_at=iso(job.created_at),
         started_at=iso(job.started_at),
         updated_at=iso(job.updated_at),

@@ -457,7 +457,8 @@ def test_chunks_grow_to_about_a_second_within_the_limit():
 def test_a_fresh_services_first_estimate_is_within_three_times_the_job(algorithm):
     """A fresh service's example job: the time left it first states (the workers' start while they start, a job's
     fixed cost and the plan's estimate) is within 3× of the time the job then takes (a ratio, not a wall-clock
-    figure: both grow on a busy machine). It was 0.02 s for a job of 2.4 s, the workers' start unaccounted."""
+    figure: both grow on a busy machine, the estimate by the host's contention). It was 0.02 s for a job of 2.4 s, the
+    workers' start unaccounted, and 0.78 s for 3.3 s on a busy CI machine before the estimate counted contention."""
     process, url = start_server()
     try:
         family = registry.get(algorithm)
