@@ -221,6 +221,36 @@ class SampledWithReplacementEvent(DpEvent):
         _require_event("event", self.event)
 
 
+MAX_ALLOCATION_STEPS = 1_000_000
+"""Most steps of one random allocation (its accounting works in about log₂ t convolutions)."""
+
+
+@dataclass(frozen=True)
+class RandomAllocationEvent(DpEvent):
+    """Random allocation ("balls in bins"): ``event`` (a Gaussian, multiplier relative to the add/remove sensitivity
+    of the summed contributions, as in :class:`PoissonSampledEvent`) is released in each of ``num_steps`` steps, and
+    each record takes part in ``num_selected`` of them, chosen uniformly and independently of the other records
+    (Feldman & Shenfeld 2025, arXiv 2502.08202). One event is one epoch of ``num_steps`` releases; accounted under
+    add/remove neighbours."""
+
+    syntax = Syntax(
+        "random-allocation",
+        "A Gaussian released in each of num_steps steps, each record in num_selected of them chosen uniformly "
+        "(balls in bins; one epoch; add-remove neighbours; mechanism: a Gaussian).",
+        (integer("num_steps", minimum=1), integer("num_selected", minimum=1), MECHANISM),
+    )
+
+    num_steps: int
+    num_selected: int
+    event: DpEvent
+
+    def __post_init__(self) -> None:
+        t = check.positive_int("num_steps", self.num_steps, maximum=MAX_ALLOCATION_STEPS)
+        object.__setattr__(self, "num_steps", t)
+        object.__setattr__(self, "num_selected", check.positive_int("num_selected", self.num_selected, maximum=t))
+        _require_event("event", self.event)
+
+
 @dataclass(frozen=True)
 class SelfComposedEvent(DpEvent):
     """``event`` run ``count`` times (adaptively)."""

@@ -55,7 +55,7 @@ COMPOSITIONS: tuple[Syntax, ...] = (
     Syntax(
         "balls-in-bins",
         "Random allocation over epochs: each record in one uniformly random batch per epoch; accounted as one run of "
-        "mechanism per epoch (no amplification claimed).",
+        "mechanism per epoch (no amplification claimed; random-allocation accounts the amplification).",
         (integer("epochs"), MECHANISM),
     ),
     Syntax("repeated", "mechanism run count times, adaptively.", (integer("count"), MECHANISM)),

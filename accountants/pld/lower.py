@@ -40,7 +40,7 @@ _BISECTIONS = 60
 def lower_leaves(pairs: Sequence[DominatingPair], leaves: Sequence[LeafPld]) -> list[LeafPld]:
     """Each pair's optimistic leaf on the knots of its (pessimistic) leaf."""
     return [
-        optimistic_leaf(pair, leaf.grid, leaf.offset, leaf.offset + leaf.size - 1)
+        optimistic_leaf(pair.optimistic(), leaf.grid, leaf.offset, leaf.offset + leaf.size - 1)
         for pair, leaf in zip(pairs, leaves, strict=True)
     ]
 

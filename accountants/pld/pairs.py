@@ -91,6 +91,11 @@ class DominatingPair(ABC):
         a composition's largest losses δ(ε) = 0 exactly, which caps every ε the accountant reports."""
         return math.inf
 
+    def optimistic(self) -> DominatingPair:
+        """The pair whose optimistic discretisation bounds the mechanism's δ from below (:mod:`accountants.pld.lower`):
+        the pair itself where it is attained; a numerically bracketed pair gives its lower bracket."""
+        return self
+
 
 def common_spacing(atoms: Iterable[float], largest_divisor: int = 12) -> float | None:
     """The largest a = min|x|/k (k ≤ ``largest_divisor``) of which every atom x is an integer multiple (to 1e-9

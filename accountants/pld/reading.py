@@ -19,6 +19,8 @@ event                                                  pair(s) (:mod:`~accountan
 ``TruncatedPoissonSampledEvent(n, q, B, Gaussian…)``   add/remove only: the mixture (revealed coin) of the Poisson
                                                        pair (no cut, 1 − p) and the replace-one pair at q′ with
                                                        multiplier z/2 (a cut, p) (arXiv 2508.15089)
+``RandomAllocationEvent(t, k, Gaussian…)``             add/remove only: k one-of-⌊t/k⌋ / one-of-⌈t/k⌉ allocation
+                                                       pairs, remove and add (:mod:`~accountants.pld.allocation`)
 ``SelfComposedEvent``, ``ComposedEvent``               counts and heterogeneous composition
 =====================================================  ==============================================================
 
@@ -43,6 +45,7 @@ from ..events import (
     LaplaceEvent,
     PoissonSampledEvent,
     PureDpEvent,
+    RandomAllocationEvent,
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
@@ -51,6 +54,7 @@ from ..events import (
     non_gaussian_leaf,
 )
 from ..rdp import Neighbouring, UnsupportedEventError
+from .allocation import AllocationPair, allocation_pairs
 from .bounded_range import bounded_range_leaves
 from .pairs import BasePair, DominatingPair, GaussianPair, LaplacePair, pure_pair, randomized_response_pair
 from .sampled import (
@@ -113,11 +117,28 @@ def _leaves(
     elif isinstance(event, BoundedRangeEvent):
         epsilon = event.bounded_range if event.epsilon is None else event.epsilon
         yield count, BoundedRangeRun(event.bounded_range, epsilon)
-    elif isinstance(event, PoissonSampledEvent):
+    elif isinstance(
+        event,
+        PoissonSampledEvent | TruncatedPoissonSampledEvent | RandomAllocationEvent | SampledWithoutReplacementEvent,
+    ):
+        yield from _sampled(event, count, neighbouring)
+    else:
+        raise UnsupportedEventError(event, "no dominating pair is known for this event type", "PLD")
+
+
+def _sampled(
+    event: PoissonSampledEvent | TruncatedPoissonSampledEvent | RandomAllocationEvent | SampledWithoutReplacementEvent,
+    count: int,
+    neighbouring: Neighbouring,
+) -> Iterable[tuple[int, DominatingPair]]:
+    """The leaves of a release on a random sample of the records."""
+    if isinstance(event, PoissonSampledEvent):
         yield count, _poisson(event, neighbouring)
     elif isinstance(event, TruncatedPoissonSampledEvent):
         yield count, _truncated(event, neighbouring)
-    elif isinstance(event, SampledWithoutReplacementEvent):
+    elif isinstance(event, RandomAllocationEvent):
+        yield from _allocated(event, count, neighbouring)
+    else:
         if neighbouring != "replace-one":
             raise UnsupportedEventError(
                 event,
@@ -128,8 +149,16 @@ def _leaves(
         mu = _gaussian_tree_mu(event, event.event)
         gamma = event.sample_size / event.dataset_size
         yield count, SymmetrizedPair(PoissonRemovePair(GaussianPair(mu), gamma))
-    else:
-        raise UnsupportedEventError(event, "no dominating pair is known for this event type", "PLD")
+
+
+def _allocated(
+    event: RandomAllocationEvent, count: int, neighbouring: Neighbouring
+) -> Iterable[tuple[int, DominatingPair]]:
+    if neighbouring != "add-remove":
+        raise UnsupportedEventError(event, "random allocation is accounted under add/remove neighbours only", "PLD")
+    mu = _gaussian_tree_mu(event, event.event)
+    for groups, pair in allocation_pairs(mu, event.num_steps, event.num_selected):
+        yield count * groups, pair
 
 
 def _truncated(event: TruncatedPoissonSampledEvent, neighbouring: Neighbouring) -> DominatingPair:
@@ -196,14 +225,14 @@ class _TruncatedPair(DominatingPair):
 
 
 def _as_remove(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair):
+    if isinstance(pair, _TruncatedPair | AllocationPair):
         return pair.directed(add=False)
     assert isinstance(pair, _SampledPair)
     return PoissonRemovePair(pair.base, pair.sampling_rate)
 
 
 def _as_add(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair):
+    if isinstance(pair, _TruncatedPair | AllocationPair):
         return pair.directed(add=True)
     assert isinstance(pair, _SampledPair)
     return PoissonAddPair(pair.base, pair.sampling_rate)

@@ -45,13 +45,18 @@ def allocation_canary_scores(
     noise: float,
     replace: bool,
     inside: bool,
+    persistent: bool = False,
 ) -> np.ndarray:
     """Audit scores of a canary under a shuffling or balls-in-bins loader: each epoch puts the canary in one of
-    ``slots`` batches uniformly at random (its position in a random permutation, or its bin), of which the epoch runs
-    the first ``epoch_lengths[e]``. Along the canary's direction a run shows +1 in the canary's batch (−1 for the
-    opposite canary on D′ under replace-one; nothing under add/remove) plus N(0, noise²) at every step. The score is
-    the log-likelihood ratio of the whole transcript, per epoch log[(t − L)/t + (1/t)Σ_s e^{(x_s − ½)/σ²}] (over
-    the same for the opposite canary under replace-one), the most powerful test."""
+    ``slots`` batches uniformly at random (its position in a random permutation, or its bin; ``persistent``: the same
+    bin every epoch), of which the epoch runs the first ``epoch_lengths[e]``. Along the canary's direction a run shows
+    +1 in the canary's batch (−1 for the opposite canary on D′ under replace-one; nothing under add/remove) plus
+    N(0, noise²) at every step. The score is the log-likelihood ratio of the whole transcript, the most powerful test:
+    per epoch log[(t − L)/t + (1/t)Σ_s e^{(x_s − ½)/σ²}] for fresh positions, and with persistent bins
+    log[(1/t)Σ_s e^{Σ_e (x_{e,s} − ½)/σ²}] over the epochs that ran slot s (over the same for the opposite canary under
+    replace-one)."""
+    if persistent:
+        return _persistent_scores(rng, trials, epoch_lengths, slots, noise, replace, inside)
     score = np.zeros(trials)
     var = noise * noise
     for length in epoch_lengths:
@@ -64,6 +69,31 @@ def allocation_canary_scores(
         if replace:
             score -= _log_allocation(x, var, absent, slots, -1.0)
     return score
+
+
+def _persistent_scores(
+    rng: np.random.Generator,
+    trials: int,
+    epoch_lengths: list[int],
+    slots: int,
+    noise: float,
+    replace: bool,
+    inside: bool,
+) -> np.ndarray:
+    """:func:`allocation_canary_scores` with the canary's bin drawn once for all epochs."""
+    var = noise * noise
+    position = rng.integers(slots, size=trials)
+    plus, minus = np.zeros((trials, slots)), np.zeros((trials, slots))
+    for length in epoch_lengths:
+        x = noise * rng.standard_normal((trials, length))
+        hit = position < length
+        x[hit, position[hit]] += 1.0 if inside else (-1.0 if replace else 0.0)
+        plus[:, :length] += (x - 0.5) / var
+        minus[:, :length] += (-x - 0.5) / var
+    score = special.logsumexp(plus, axis=1) - math.log(slots)
+    if replace:
+        score -= special.logsumexp(minus, axis=1) - math.log(slots)
+    return np.asarray(score)
 
 
 def _log_allocation(x: np.ndarray, var: float, log_absent: float, slots: int, sign: float) -> np.ndarray:

@@ -108,10 +108,10 @@ def test_full_batches_are_every_record():
 @pytest.mark.parametrize("sampling", ["shuffle", "balls-in-bins"])
 def test_shuffling_loaders_use_each_record_once_per_epoch(sampling):
     loader = Loader(sampling, 103, 10 / 103, 103)
-    assert loader.slots == 11
+    assert loader.slots == (11 if sampling == "shuffle" else 10)  # ⌈n/b⌉ batches; ⌊n/b⌋ bins (as accounted)
     rng = np.random.default_rng(5)
     per_trial = np.zeros((4, 103), dtype=int)
-    steps = list(batch_chunks(rng, 4, loader, 11))  # one epoch
+    steps = list(batch_chunks(rng, 4, loader, loader.slots))  # one epoch
     for chunk in steps:
         assert chunk.records is not None
         rows = np.repeat(np.arange(4), chunk.sizes.ravel())
@@ -119,6 +119,17 @@ def test_shuffling_loaders_use_each_record_once_per_epoch(sampling):
     assert np.all(per_trial == 1)
     if sampling == "shuffle":
         assert [int(c.sizes[0, 0]) for c in steps] == [10] * 10 + [3]
+
+
+def test_persistent_bins_keep_each_record_in_its_batch():
+    """balls-in-bins with persistent bins: every epoch batches the same records at the same step (fresh bins: not)."""
+    for persistent in (True, False):
+        loader = Loader("balls-in-bins", 50, 10 / 50, 50, persistent)
+        chunks = list(batch_chunks(np.random.default_rng(3), 2, loader, 3 * loader.slots))
+        epochs = [
+            [sorted(c.records.tolist()) for c in chunks[e * loader.slots : (e + 1) * loader.slots]] for e in range(3)
+        ]
+        assert (epochs[0] == epochs[1] == epochs[2]) is persistent
 
 
 def _reference_loss(rng, features, labels, q, steps, clip, std, lr):

@@ -51,6 +51,8 @@ class Loader:
     records: int
     sampling_rate: float
     cap: int
+    persistent: bool = False
+    """balls-in-bins: each record keeps its bin in every epoch."""
 
     @property
     def batch(self) -> int:
@@ -65,7 +67,9 @@ class Loader:
 
     @property
     def slots(self) -> int:
-        """Batches per epoch of shuffling loaders, ⌈n/b⌉."""
+        """Batches per epoch: ⌈n/b⌉ of a shuffling loader, the ⌊n/b⌋ bins of balls-in-bins."""
+        if self.sampling == "balls-in-bins":
+            return max(1, self.records // self.batch)
         return max(1, -(-self.records // self.batch))
 
 
@@ -185,7 +189,8 @@ def _by_keys(rng: np.random.Generator, sizes: np.ndarray, n: int) -> np.ndarray:
 
 
 def _epoch_batches(rng: np.random.Generator, trials: int, loader: Loader, steps: int) -> Iterator[BatchChunk]:
-    """shuffle: slice k of each epoch's permutation; balls-in-bins: the records allocated to batch k."""
+    """shuffle: slice k of each epoch's permutation; balls-in-bins: the records allocated to batch k (drawn once for
+    all epochs where persistent)."""
     n, batch, slots = loader.records, loader.batch, loader.slots
     order = np.zeros((trials, n), dtype=np.intp)
     starts = counts = np.zeros((trials, slots), dtype=np.intp)
@@ -194,6 +199,8 @@ def _epoch_batches(rng: np.random.Generator, trials: int, loader: Loader, steps:
         if k == 0:  # a new epoch
             if loader.sampling == "shuffle":
                 order = np.argsort(rng.random((trials, n)), axis=1)
+            elif loader.persistent and step > 0:
+                pass  # each record keeps its bin
             else:
                 place = rng.integers(slots, size=(trials, n))
                 order = np.argsort(place, axis=1, kind="stable")

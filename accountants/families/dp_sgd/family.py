@@ -101,5 +101,5 @@ class DpSgd(PlannedFamily[DpSgdParams]):
         def tree_of(t: int) -> DpEvent:
             return mechanism(params, text.noise_multiplier(params), t)
 
-        without = params.sampling in WITHOUT_AMPLIFICATION
+        without = params.sampling in WITHOUT_AMPLIFICATION  # releases per epoch begun (a cut epoch: the whole one)
         return EarlyStops(steps, tree_of if without else None, epoch_steps, lambda t: t / per_epoch)

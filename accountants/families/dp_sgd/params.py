@@ -16,7 +16,9 @@ MAX_COUNT = 10**12
 Sampler = Literal["poisson", "fixed-size", "shuffle", "balls-in-bins", "truncated-poisson"]
 Framework = Literal["opacus", "tensorflow_privacy", "jax_privacy"]
 WITHOUT_AMPLIFICATION = ("shuffle", "balls-in-bins")
-"""Samplers accounted as one Gaussian release per example per epoch (no amplification claimed)."""
+"""Samplers whose batches hold each example a fixed number of times per epoch (shuffle: accounted without
+amplification; balls-in-bins: by random allocation under add-remove, :func:`allocated`)."""
+Bins = Literal["fresh", "persistent"]
 
 
 class DpSgdParams(ParamsModel):
@@ -57,8 +59,15 @@ class DpSgdParams(ParamsModel):
     """How batches are drawn: poisson (each record independently with q = b/n); fixed-size (uniformly random subsets
     of exactly b records, replace-one only); shuffle (a random permutation per epoch cut into consecutive batches);
     balls-in-bins (each record placed in one uniformly random batch of each epoch); truncated-poisson (Poisson, the
-    batch cut to a random max_batch_size records where larger; add-remove only). shuffle and balls-in-bins are
-    accounted without amplification: one Gaussian release per example per epoch."""
+    batch cut to a random max_batch_size records where larger; add-remove only). shuffle is accounted without
+    amplification (one Gaussian release per example per epoch); balls-in-bins by its amplification (random
+    allocation) under add-remove, without it under replace-one."""
+    bins: Bins = param(example="fresh", default="fresh")
+    """balls-in-bins only: fresh (a new allocation every epoch) or persistent (each example keeps its batch position
+    in every epoch, as jax_privacy's BallsInBinsSampling)."""
+    num_selected: int = param(symbol="k", unit="batches per epoch", example=1, default=1, ge=1, le=MAX_COUNT)
+    """balls-in-bins only: each example is placed in this many of an epoch's ⌊n/b⌋ batches (chosen uniformly without
+    repetition; a batch then holds about k·b examples). At most ⌊n/b⌋."""
     max_batch_size: int | None = param(symbol="B", unit="records", example=320, default=None, ge=1, le=MAX_COUNT)
     """The cap of truncated-poisson batches (required there, and only there)."""
     data_loader: Sampler | None = param(example="shuffle", default=None)
@@ -113,6 +122,7 @@ class DpSgdParams(ParamsModel):
                     self.neighbouring,
                 )
             )
+        issues += _allocation_issues(self)
         issues += _framework_issues(self)
         if self.epochs is not None and self.steps is None and _steps_from_epochs(self)[0] < 1:
             issues.append(
@@ -181,6 +191,45 @@ def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
     return steps, rule
 
 
+def _allocation_issues(p: DpSgdParams) -> list[FieldIssue]:
+    """bins and num_selected describe a balls-in-bins loader (other loaders take their defaults only); num_selected
+    fits an epoch."""
+    issues = []
+    if p.sampling != "balls-in-bins":
+        for name, default in (("bins", "fresh"), ("num_selected", 1)):
+            if getattr(p, name) != default:
+                issues.append(
+                    FieldIssue(
+                        (name,),
+                        "describes a balls-in-bins loader: give it with sampling='balls-in-bins' only",
+                        f"{default!r} (or omitted) unless sampling='balls-in-bins'",
+                        getattr(p, name),
+                    )
+                )
+    elif p.num_selected > batches_per_epoch(p):
+        issues.append(
+            FieldIssue(
+                ("num_selected",),
+                "must not exceed the batches of an epoch, ⌊dataset_size/batch_size⌋",
+                f"an integer in [1, {batches_per_epoch(p)}]",
+                p.num_selected,
+            )
+        )
+    return issues
+
+
+def allocated(p: DpSgdParams) -> bool:
+    """Whether the run is accounted by random allocation: balls-in-bins batches under add-remove neighbours (each
+    example in num_selected of an epoch's ⌊n/b⌋ batches; Feldman & Shenfeld 2025)."""
+    return p.sampling == "balls-in-bins" and p.neighbouring == "add-remove"
+
+
+def without_amplification(p: DpSgdParams) -> bool:
+    """Whether the run is accounted as one Gaussian release per example and epoch begun (shuffle; balls-in-bins under
+    replace-one)."""
+    return p.sampling in WITHOUT_AMPLIFICATION and not allocated(p)
+
+
 def _framework_issues(p: DpSgdParams) -> list[FieldIssue]:
     """A framework's convention replaces epoch_rounding, and its accountants assume Poisson sampling."""
     if p.framework is None:
@@ -232,8 +281,8 @@ SAMPLING_TEXT = {
     "fixed-size": "fixed-size: each batch is a uniformly random subset of exactly batch_size records",
     "shuffle": "shuffle: each epoch a random permutation cut into consecutive batches, so each record is in exactly "
     "one batch per epoch; accounted without amplification (one Gaussian release per record per epoch)",
-    "balls-in-bins": "balls-in-bins (random allocation): each epoch each record is placed in one uniformly random "
-    "batch; accounted without amplification (one Gaussian release per record per epoch)",
+    "balls-in-bins": "balls-in-bins (random allocation): each record is placed in num_selected uniformly random "
+    "batches of each epoch's ⌊n/b⌋ (fresh bins: drawn again every epoch; persistent: the same every epoch)",
     "truncated-poisson": "truncated Poisson: each record joins each batch independently with probability q = "
     "batch_size/dataset_size, and a batch larger than max_batch_size is cut to a uniformly random max_batch_size "
     "records",

@@ -11,20 +11,23 @@ from ...events import (
     DpEvent,
     GaussianEvent,
     PoissonSampledEvent,
+    RandomAllocationEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     TruncatedPoissonSampledEvent,
 )
 from ...rdp import RdpAccountant
 from ...reports import AccountantResult, Guarantee
-from .params import WITHOUT_AMPLIFICATION, DpSgdParams, participations
+from .params import DpSgdParams, allocated, batches_per_epoch, participations, without_amplification
 
 # -- the mechanism ---------------------------------------------------------------------------------------------------
 
 
 def mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
     """The releases of ``steps`` steps at noise multiplier z (std over the relation's sensitivity)."""
-    if p.sampling in WITHOUT_AMPLIFICATION:
+    if allocated(p):
+        return allocation(p, z, steps)
+    if without_amplification(p):
         # one batch per epoch holds the record: a Gaussian release at the relation's sensitivity per epoch begun
         return SelfComposedEvent(GaussianEvent(z), participations(p, steps))
     if p.full_batch:
@@ -41,8 +44,24 @@ def mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
     return SelfComposedEvent(PoissonSampledEvent(p.sampling_rate, GaussianEvent(z_add_remove)), steps)
 
 
+def allocation(p: DpSgdParams, z: float, steps: int) -> DpEvent:
+    """Balls-in-bins batches: each epoch begun is a random allocation of the record to num_selected of its ⌊n/b⌋
+    batches (an epoch cut short releases less: a post-processing of the whole epoch). Fresh bins: a new allocation
+    per epoch, composed. Persistent bins: the record's E releases fall in the same batch position of each epoch, so
+    given the positions they are one Gaussian of multiplier z/√E in each chosen position and nothing elsewhere —
+    exactly one allocation of that Gaussian (:mod:`accountants.pld.allocation`)."""
+    epochs = participations(p, steps)
+    bins = batches_per_epoch(p)
+    if p.bins == "persistent":
+        return RandomAllocationEvent(bins, p.num_selected, GaussianEvent(z / epochs**0.5))
+    epoch = RandomAllocationEvent(bins, p.num_selected, GaussianEvent(z))
+    return epoch if epochs == 1 else SelfComposedEvent(epoch, epochs)
+
+
 def rdp_method(p: DpSgdParams) -> str:
-    if p.sampling in WITHOUT_AMPLIFICATION:
+    if allocated(p):
+        mechanism = "random allocation (balls in bins; no Rényi curve in dpcal: see the tight accountant)"
+    elif without_amplification(p):
         mechanism = "Gaussian mechanism, α/(2z²) per epoch begun (no amplification by the loader's randomness claimed)"
     elif p.sampling == "truncated-poisson":
         mechanism = (
@@ -87,9 +106,14 @@ def _not_valid(p: DpSgdParams, value: float | None, method: str) -> AccountantRe
         value,
         "not valid for this loader",
         method,
-        reason=f"not valid for this loader: a {p.sampling} loader does not sample each record independently per step, "
-        "and no amplification by its randomness is proven to match Poisson's (Chua et al. 2024); shown because it is "
-        "what is often reported for such loaders",
+        reason=f"not valid for this loader: a {p.sampling} loader does not sample each record independently per step"
+        + (
+            "; its own amplification (random allocation, Feldman & Shenfeld 2025) is the tight answer; shown for "
+            "comparison"
+            if allocated(p)
+            else ", and no amplification by its randomness is proven to match Poisson's (Chua et al. 2024); shown "
+            "because it is what is often reported for such loaders"
+        ),
         kind=Guarantee.NOT_VALID,
     )
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...errors import ParameterError
 from ...events import GaussianEvent, TruncatedPoissonSampledEvent
 from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, param
@@ -22,7 +23,7 @@ from ...verification import (
     register_simulator,
 )
 from .batches import Loader, batch_chunks, touched_records
-from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, participations
+from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, batches_per_epoch, participations
 
 # -- simulation (verification jobs) --------------------------------------------------------------------------------
 
@@ -54,11 +55,19 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
     problem_model = DpSgdProblem
     seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 8e-10, "privacy-audit": 1e-08}
     """Measured by ``python benchmarks/jobs.py --calibrate`` (the example job, one process)."""
-    version = 2
-    """2: batches drawn by :mod:`.batches` (other random draws than version 1's inclusion masks)."""
+    version = 3
+    """2: batches drawn by :mod:`.batches` (other random draws than version 1's inclusion masks); 3: balls-in-bins
+    with ⌊n/b⌋ bins (as accounted; was ⌈n/b⌉), fresh or persistent."""
 
     def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> JobPlan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
+        if p.num_selected > 1:
+            raise ParameterError.single(
+                "num_selected",
+                "verification jobs simulate balls-in-bins loaders that place each record in one batch per epoch",
+                "1 in a verification job",
+                p.num_selected,
+            )
         report = job.privacy()
         z = report.required_noise.noise_multiplier
         steps = report.conventions.steps
@@ -123,7 +132,14 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             for inside, key in ((True, "score_in"), (False, "score_out")):
                 if "epoch_lengths" in problem:
                     result[key] = allocation_canary_scores(
-                        rng, trials, problem["epoch_lengths"], problem["slots"], sigma, replace, inside
+                        rng,
+                        trials,
+                        problem["epoch_lengths"],
+                        problem["slots"],
+                        sigma,
+                        replace,
+                        inside,
+                        problem.get("persistent", False),
                     )
                 else:
                     result[key] = canary_llr_scores(rng, trials, steps, problem["inclusion"], sigma, replace, inside)
@@ -135,14 +151,19 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
 
 
 def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
-    """How the simulation batches the canary: for shuffle and balls-in-bins, the epochs accounted (⌈n/b⌉ batches
-    each, the last one cut to the steps left); otherwise the canary's inclusion probability per step (q; for
-    truncated Poisson q(1 − p) + p·q′, its chance to survive the cut)."""
+    """How the simulation batches the canary: for shuffle, the epochs accounted (⌈n/b⌉ batches each, the last one cut
+    to the steps left); for balls-in-bins the same with the ⌊n/b⌋ bins it is accounted with, fresh or persistent;
+    otherwise the canary's inclusion probability per step (q; for truncated Poisson q(1 − p) + p·q′, its chance to
+    survive the cut)."""
     if p.sampling in WITHOUT_AMPLIFICATION:
-        slots = -(-p.dataset_size // p.batch_size)
+        slots = batches_per_epoch(p) if p.sampling == "balls-in-bins" else -(-p.dataset_size // p.batch_size)
         epochs = participations(p, steps)
         last = max(1, min(slots, steps - (epochs - 1) * slots))
-        return {"slots": slots, "epoch_lengths": [slots] * (epochs - 1) + [last]}
+        return {
+            "slots": slots,
+            "epoch_lengths": [slots] * (epochs - 1) + [last],
+            "persistent": p.sampling == "balls-in-bins" and p.bins == "persistent",
+        }
     if p.sampling == "truncated-poisson":
         assert p.max_batch_size is not None
         cut, q_cut = TruncatedPoissonSampledEvent(
@@ -157,10 +178,12 @@ UTILITY_STEP_OPERATIONS = 1500.0
 shared by a block's trials)."""
 
 
-def _simulated_loader(sampling: str, records: int, q: float, dataset_size: int, max_batch_size: int | None) -> Loader:
+def _simulated_loader(
+    sampling: str, records: int, q: float, dataset_size: int, max_batch_size: int | None, persistent: bool = False
+) -> Loader:
     """The loader the utility simulation runs on its ``records`` records: the rate q kept, the cap scaled."""
     cap = records if max_batch_size is None else max(1, round(max_batch_size * records / dataset_size))
-    return Loader(sampling, records, q, cap)
+    return Loader(sampling, records, q, cap, persistent)
 
 
 def _train(
@@ -186,7 +209,8 @@ def _train(
     directions_t = np.ascontiguousarray(directions.T)
     with np.errstate(divide="ignore"):
         caps = clip / np.linalg.norm(features, axis=1)  # C/‖x_j‖ (∞ for a zero record: never clipped)
-    loader = _simulated_loader(p["sampling"], n, q, p["dataset_size"], problem.get("max_batch_size"))
+    persistent = p.get("bins") == "persistent" and p["sampling"] == "balls-in-bins"
+    loader = _simulated_loader(p["sampling"], n, q, p["dataset_size"], problem.get("max_batch_size"), persistent)
     theta = np.zeros((trials, d))
     for chunk in batch_chunks(rng, trials, loader, problem["steps"]):
         noise = std * rng.standard_normal((chunk.steps, trials, d))

@@ -11,8 +11,10 @@ from .params import (
     SENSITIVITY_RULE,
     WITHOUT_AMPLIFICATION,
     DpSgdParams,
+    allocated,
     batches_per_epoch,
     participations,
+    without_amplification,
 )
 
 # -- presentation ----------------------------------------------------------------------------------------------------
@@ -35,9 +37,18 @@ def conventions(p: DpSgdParams, steps: int, rule: str) -> Conventions:
     if p.sampling in WITHOUT_AMPLIFICATION:
         epochs = participations(p, steps)
         cap = f", at most ⌈epochs⌉ = {math.ceil(p.epochs)}" if p.epochs is not None else ""
-        rule += (
-            f"; releases per example = epochs begun = ⌈steps/⌊n/b⌋⌉ = ⌈{steps}/{batches_per_epoch(p)}⌉{cap}: {epochs}"
-        )
+        begun = f"epochs begun = ⌈steps/⌊n/b⌋⌉ = ⌈{steps}/{batches_per_epoch(p)}⌉{cap}: {epochs}"
+        if allocated(p):
+            rule += (
+                f"; {begun}, each a random allocation of every example to {p.num_selected} of {batches_per_epoch(p)} "
+                + (
+                    "batches (fresh bins: composed over the epochs)"
+                    if p.bins == "fresh"
+                    else f"batches (persistent bins: one allocation of the {epochs} releases at z/√{epochs})"
+                )
+            )
+        else:
+            rule += f"; releases per example = {begun}"
     return Conventions(
         neighbouring=p.neighbouring,
         steps=steps,
@@ -75,10 +86,19 @@ _NO_AMPLIFICATION = (
 )
 
 
+_ALLOCATION = (
+    "balls-in-bins batches are accounted by random allocation (Feldman & Shenfeld 2025, arXiv 2502.08202): the tight "
+    "accountant brackets the exact ε (epsilon_lower); the Rényi accountant has no curve for it; the Poisson answer "
+    "shown beside it (poisson-assumed) is not this loader's"
+)
+
+
 def notes(p: DpSgdParams) -> list[str]:
     notes = []
-    if p.sampling in WITHOUT_AMPLIFICATION:
+    if without_amplification(p):
         notes.append(_NO_AMPLIFICATION.format(sampler=p.sampling))
+    if allocated(p):
+        notes.append(_ALLOCATION)
     if p.data_loader is not None and p.data_loader != p.sampling:
         notes.append(
             f"this ε assumes {p.sampling} batches, but your data loader is declared as {p.data_loader}: it does not "
