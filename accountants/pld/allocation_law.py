@@ -349,8 +349,24 @@ class _Schedule:
     per_octave: tuple[int, ...]
 
 
+MAX_BASE_POINTS = 1 << 13
+"""Z's grid is coarsened (by halves) until Z has at most this many points: a small multiplier's log-normal spans
+hundreds of octaves (its answer is then close to the Gaussian's without amplification, and coarser)."""
+
+
+def _base_octave(mu: float, per_octave: int, steps: int) -> int:
+    """The grid Z starts on: ``per_octave``, halved while Z would have more than :data:`MAX_BASE_POINTS` points."""
+    while per_octave > 3:
+        lo, hi = _base_range(mu, per_octave, steps)
+        if (hi - lo) * per_octave / math.log(2.0) <= MAX_BASE_POINTS:
+            break
+        per_octave //= 2
+    return per_octave
+
+
 @lru_cache(maxsize=32)
 def _upper_chain(mu: float, steps: int, per_octave: int) -> tuple[GeometricLaw, float, float, _Schedule]:
+    per_octave = _base_octave(mu, per_octave, steps)
     span = _base_range(mu, per_octave, steps)
     infinity_remove, infinity_add = _base_cut(mu, span, steps)
     bases = _Bases(mu, span)
@@ -384,6 +400,7 @@ spreading adds, at the same grid)."""
 @lru_cache(maxsize=32)
 def _lower_chain(mu: float, steps: int, per_octave: int) -> GeometricLaw:
     schedule = _upper_chain(mu, steps, per_octave)[3]
+    per_octave = _base_octave(mu, per_octave, steps)
     span = _base_range(mu, per_octave, steps)
     bases = _Bases(mu, span)
     law = bases.get(per_octave * LOWER_REFINEMENT)[1]

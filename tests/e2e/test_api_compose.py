@@ -187,3 +187,32 @@ def test_compose_answers_checkpoints_and_a_statement_without_sampling(http):
     assert answer["accountant"] == "tight" and answer["conventions"]["steps"] == 10
     assert "none: every release sees the whole dataset" in answer["statement"]
     assert "shuffles" not in answer["statement"]
+
+
+def test_a_random_allocation_node_is_the_dp_sgd_balls_in_bins_answer(http):
+    """/v1/compose's random-allocation node, repeated over fresh epochs, answers exactly what dp-sgd answers for a
+    balls-in-bins loader with those bins (one engine), with its certified bracket; the Rényi row says it has no
+    curve; a replace-one composition of it is not applicable under tight (the reason given), a 422 for best; and
+    num_selected above num_steps is a 422 naming the field."""
+    allocation = {
+        "type": "random-allocation",
+        "num_steps": 100,
+        "num_selected": 1,
+        "mechanism": {"type": "gaussian", "noise_multiplier": 1.0},
+    }
+    tree = {"type": "repeated", "count": 3, "mechanism": allocation}
+    composed = http.post("/v1/compose", json={"mechanism": tree, "delta": DELTA}).json()
+    params = {"dataset_size": 10000, "batch_size": 100, "epochs": 3, "noise_multiplier": 1.0}
+    family = http.post(
+        "/v1/privacy", json={"algorithm": "dp-sgd", "params": params | {"sampling": "balls-in-bins"}, "delta": DELTA}
+    ).json()
+    rows = {row["name"]: row for row in composed["accountants"]}
+    assert composed["accountant"] == family["accountant"] == "tight"
+    assert composed["epsilon"] == pytest.approx(family["epsilon"], rel=1e-12)
+    assert 0 < rows["tight"]["epsilon_lower"] <= composed["epsilon"] <= rows["tight"]["epsilon_lower"] * (1 + 1e-3)
+    assert not rows["rdp"]["applicable"] and "RandomAllocationEvent" in rows["rdp"]["reason"]
+    refused = http.post("/v1/compose", json={"mechanism": tree, "delta": DELTA, "neighbouring": "replace-one"}).json()
+    assert refused["status"] == 422 and "add/remove" in refused["detail"]
+    wrong = http.post("/v1/compose", json={"mechanism": allocation | {"num_selected": 101}, "delta": DELTA})
+    assert wrong.status_code == 422
+    assert wrong.json()["errors"][0]["loc"] == ["mechanism", "num_selected"]

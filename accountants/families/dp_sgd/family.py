@@ -18,7 +18,14 @@ from ...plans import MechanismPlan
 from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
 from . import text
-from .params import ALGORITHM_ID, WITHOUT_AMPLIFICATION, DpSgdParams, epochs_round_down, steps_and_rule
+from .params import (
+    ALGORITHM_ID,
+    WITHOUT_AMPLIFICATION,
+    DpSgdParams,
+    as_poisson,
+    epochs_round_down,
+    steps_and_rule,
+)
 from .privacy import (
     PAPER_REASON,
     UTILITY_REASON,
@@ -80,7 +87,7 @@ class DpSgd(PlannedFamily[DpSgdParams]):
         valid for it), which the answer's note compares with."""
         rows = [AccountantResult.not_applicable("paper", PAPER_REASON)]
         if params.sampling in WITHOUT_AMPLIFICATION:
-            poisson = params.model_copy(update={"sampling": "poisson"})
+            poisson = as_poisson(params)
             rows.append(poisson_assumed_calibration(params, self.calibrated_by("rdp", poisson, target, delta)))
         return rows
 

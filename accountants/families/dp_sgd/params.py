@@ -218,6 +218,12 @@ def _allocation_issues(p: DpSgdParams) -> list[FieldIssue]:
     return issues
 
 
+def as_poisson(p: DpSgdParams) -> DpSgdParams:
+    """The same run with Poisson batches at q = b/n (what is often reported for other loaders; its own defaults for
+    the balls-in-bins fields)."""
+    return p.model_copy(update={"sampling": "poisson", "bins": "fresh", "num_selected": 1})
+
+
 def allocated(p: DpSgdParams) -> bool:
     """Whether the run is accounted by random allocation: balls-in-bins batches under add-remove neighbours (each
     example in num_selected of an epoch's ⌊n/b⌋ batches; Feldman & Shenfeld 2025)."""

@@ -18,7 +18,14 @@ from ...events import (
 )
 from ...rdp import RdpAccountant
 from ...reports import AccountantResult, Guarantee
-from .params import DpSgdParams, allocated, batches_per_epoch, participations, without_amplification
+from .params import (
+    DpSgdParams,
+    allocated,
+    as_poisson,
+    batches_per_epoch,
+    participations,
+    without_amplification,
+)
 
 # -- the mechanism ---------------------------------------------------------------------------------------------------
 
@@ -82,7 +89,7 @@ def rdp_method(p: DpSgdParams) -> str:
 def poisson_assumed(p: DpSgdParams, z: float, d: float, steps: int) -> AccountantResult:
     """For a shuffling or balls-in-bins loader: the ε Poisson sampling at q = b/n would give (rdp), shown beside the
     certified answer and marked not valid for this loader (what is often reported for such loaders)."""
-    poisson = p.model_copy(update={"sampling": "poisson"})
+    poisson = as_poisson(p)
     value = RdpAccountant(p.neighbouring).epsilon(mechanism(poisson, z, steps), d).value
     return _not_valid(
         p, value, f"rdp accountant on Poisson sampling at q = {p.sampling_rate:.6g} over the same {steps} steps"
