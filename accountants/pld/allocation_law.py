@@ -31,8 +31,17 @@ suffix sums of non-negative terms, whichever is smaller: relative error ≤ n·u
 t) changes the upper profiles by at most E_Q[Y; cut]·(c·copies/t) + copies·Q(cut) (removing: (X − s)₊ ≤ X, whose
 other terms have mean ≤ 1) and copies·Q(cut) (adding: (1 − sX)₊ ≤ 1); these go to an atom at +∞ of each direction's
 P-law (:attr:`AllocationLaw.infinity_remove`, :attr:`AllocationLaw.infinity_add`). The lower law simply drops them.
-Rounding: every mass of the upper law is raised and every mass of the lower law lowered by a certified bound on its
-floating-point error (:data:`SUM_RTOL` per operation, compounded).
+Rounding: each bin's split (upper) or kept mass (lower) is raised or lowered by a bound on its floating-point error
+(window sums of n non-negative terms: n·u relative, and the split's ratio, :func:`_rounding_share`), compounded over
+the stages (the upper law's total mass stays within ~1e-7 of 1 at t = 10⁵). A value within an ulp of a grid point
+may be placed in the bin on either side of it, and a merged group's mean equals its grid point to a few ulps: both
+move a loss by ~1e-16, the same allowance the accountant gives atoms (:data:`~accountants.pld.pairs.ATOM_SNAP`).
+
+**Why a bracket of X is enough.** The composition's δ is multilinear in the releases' P-laws and, one release at a
+time, an integral of that release's profile F(s) = E_P(1 − s·e^{−L})₊ against the others' (Zhu, Dong & Wang 2022;
+:mod:`accountants.pld.lower`, point 1): a release's measure whose F is at least (at most) the mechanism's at every
+s > 0 bounds δ from above (below), whether or not it is a probability pair. Here F(s) = E_Q(X − s)₊ for removing and
+E_Q(1 − sX)₊ for adding, so X⁺ and X⁻ (with the +∞ atoms for X⁺) are such measures in both directions.
 """
 
 from __future__ import annotations
