@@ -23,9 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from accountants.events import DpEvent, GaussianEvent, RandomAllocationEvent, SelfComposedEvent
-from accountants.pld import PldAccountant
+from accountants.pld import PldAccountant, allocation_law
 from accountants.pld import accountant as pld_accountant
-from accountants.pld import allocation_law
 from accountants.pld.calibration import calibrate_pld
 
 SIGMA, DELTA, TARGET = 1.0, 1e-6, 1.0
