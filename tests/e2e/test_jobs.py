@@ -289,13 +289,13 @@ def test_a_job_that_keeps_crashing_fails_with_the_reason(tmp_path):
 
 
 def test_a_job_planned_for_another_simulator_version_fails_saying_so(tmp_path):
-    """A job stored before its simulator changed (dp-sgd is at version 2) is not completed with blocks of another
+    """A job stored before its simulator changed (dp-sgd is at version 3) is not completed with blocks of another
     simulator: it fails with the reason instead of mixing them."""
     family = registry.get("dp-sgd")
     plan = plan_job(
         family, {"dataset_size": 100, "batch_size": 10, "steps": 5, "noise_multiplier": 1.0}, 1e-5, ("utility",), 128, 0
     )
-    assert plan.simulator_version == family.simulator.version == 2
+    assert plan.simulator_version == family.simulator.version == 3
     old = dataclasses.replace(plan, simulator_version=1)
     assert JobPlan.from_json(old.to_json() | {"work": old.work}) == old  # plans stored with their total work still load
     store = JobStore(tmp_path / "old.sqlite3")

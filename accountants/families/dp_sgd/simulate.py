@@ -61,13 +61,7 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
 
     def plan(self, job: Job[DpSgdParams, DpSgdProblem]) -> JobPlan:
         p, pr, delta, trials, seed = job.params, job.problem, job.delta, job.trials, job.seed
-        if p.num_selected > 1:
-            raise ParameterError.single(
-                "num_selected",
-                "verification jobs simulate balls-in-bins loaders that place each record in one batch per epoch",
-                "1 in a verification job",
-                p.num_selected,
-            )
+        _simulated_or_refused(p)
         report = job.privacy()
         z = report.required_noise.noise_multiplier
         steps = report.conventions.steps
@@ -148,6 +142,17 @@ class DpSgdSimulator(Simulator[DpSgdParams, DpSgdProblem]):
             losses = _train(rng, trials, features, labels, p, plan.problem)
             result["utility"] = losses - plan.problem["optimal_loss"]
         return BlockResult(**result)
+
+
+def _simulated_or_refused(p: DpSgdParams) -> None:
+    """The simulation places each record in one batch per epoch of a balls-in-bins loader: more is refused."""
+    if p.num_selected > 1:
+        raise ParameterError.single(
+            "num_selected",
+            "verification jobs simulate balls-in-bins loaders that place each record in one batch per epoch",
+            "1 in a verification job",
+            p.num_selected,
+        )
 
 
 def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
