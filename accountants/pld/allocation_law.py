@@ -158,14 +158,11 @@ def _spread(offset: int, mass: np.ndarray, moment: np.ndarray, grid: float) -> G
 
 # -- the mean of two independent laws ------------------------------------------------------------------------------
 
-GROUP_CHUNK = 192
-"""Shift groups handled at once (memory: a few arrays of this many rows by the anchor law's size)."""
-
 
 class _Windows:
-    """Window sums of a non-negative array x: Σ x[lo:hi] for rows of consecutive windows, from prefix and suffix sums,
-    each from whichever side sums less (the difference then carries a relative error of at most n·u of the window's
-    own sum)."""
+    """Window sums of a non-negative array x: Σ x[a + lo : a + hi] for every a of a run of consecutive windows, from
+    prefix and suffix sums, each from whichever side sums less (the difference then carries a relative error of at
+    most n·u of the window's own sum)."""
 
     def __init__(self, x: np.ndarray, pad: int) -> None:
         n = x.size
@@ -176,12 +173,11 @@ class _Windows:
         suffix[:pad] = suffix[pad]
         self.prefix, self.suffix = prefix, suffix
 
-    def rows(self, starts: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
-        """Row g: Σ x[a + starts[g] : a + ends[g]] for a = 0 … width − 1 (indices clipped to the array)."""
-        prefix = np.lib.stride_tricks.sliding_window_view(self.prefix, width)
-        suffix = np.lib.stride_tricks.sliding_window_view(self.suffix, width)
-        p_hi, p_lo = prefix[ends + self.pad], prefix[starts + self.pad]
-        s_lo, s_hi = suffix[starts + self.pad], suffix[ends + self.pad]
+    def run(self, lo: int, hi: int, width: int) -> np.ndarray:
+        """Σ x[a + lo : a + hi] for a = 0 … width − 1 (indices clipped to the array; views, no gathers)."""
+        lo, hi = lo + self.pad, hi + self.pad
+        p_hi, p_lo = self.prefix[hi : hi + width], self.prefix[lo : lo + width]
+        s_lo, s_hi = self.suffix[lo : lo + width], self.suffix[hi : hi + width]
         return np.asarray(np.maximum(np.where(p_hi <= s_lo, p_hi - p_lo, s_lo - s_hi), 0.0))
 
 
@@ -214,18 +210,12 @@ def _anchored(
     lows, highs = np.clip(base + d[starts], -n_a, n_b), np.clip(base + d[ends] + 1, -n_a, n_b)
     pad = n_a + 1
     masses, moments = _Windows(other.masses, pad), _Windows(other.moments, pad)
-    a_index = np.arange(n_a)
-    a_masses, a_moments = anchor.masses[None, :], anchor.moments[None, :]
-    for first in range(0, starts.size, GROUP_CHUNK):
-        g_lo = starts[first : first + GROUP_CHUNK]
-        lo, hi = lows[first : first + GROUP_CHUNK], highs[first : first + GROUP_CHUNK]
-        window_mass = masses.rows(lo, hi, n_a)
-        window_moment = moments.rows(lo, hi, n_a)
-        target = (a_index[None, :] + (shift[g_lo] - shift[0])[:, None]).ravel()
-        mass += np.bincount(target, (a_masses * window_mass).ravel(), minlength=size)
-        moment += np.bincount(
-            target, (w_a * a_moments * window_mass + w_b * a_masses * window_moment).ravel(), minlength=size
-        )
+    a_masses, a_moments = anchor.masses, w_a * anchor.moments
+    b_weighted = w_b * a_masses
+    for lo, hi, at in zip(lows.tolist(), highs.tolist(), (shift[starts] - shift[0]).tolist(), strict=True):
+        window_mass = masses.run(lo, hi, n_a)
+        mass[at : at + n_a] += a_masses * window_mass
+        moment[at : at + n_a] += a_moments * window_mass + b_weighted * moments.run(lo, hi, n_a)
     return out_offset, mass, moment
 
 
