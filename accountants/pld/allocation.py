@@ -60,7 +60,8 @@ class _Atoms:
         return p_tail, q_tail
 
 
-def _atoms(law: GeometricLaw, add: bool, infinity: float) -> _Atoms:
+def _directed_atoms(law: GeometricLaw, add: bool, infinity: float) -> _Atoms:
+    """The atoms of X's law read as one direction's loss: log X with P-mass x·q (remove), −log X with P-mass q (add)."""
     keep = law.masses > 0.0
     values, q, moments = law.atoms[keep], law.masses[keep], law.moments[keep]
     losses = np.log(values)
@@ -81,12 +82,7 @@ class AllocationPair(DominatingPair):
     steps: int
     add: bool = False
     lower: bool = False
-    per_octave: int = 0
-
-    def __post_init__(self) -> None:
-        if self.per_octave == 0:
-            object.__setattr__(self, "per_octave", PER_OCTAVE)
-
+    per_octave: int = PER_OCTAVE
     symmetric = False
 
     @property
@@ -96,9 +92,9 @@ class AllocationPair(DominatingPair):
     @cached_property
     def _atoms(self) -> _Atoms:
         law = self.law
-        if self.lower:
-            return _atoms(on_grid(law.lower), self.add, 0.0)
-        return _atoms(law.upper, self.add, law.infinity_add if self.add else law.infinity_remove)
+        if law.lower is not None:
+            return _directed_atoms(on_grid(law.lower), self.add, 0.0)
+        return _directed_atoms(law.upper, self.add, law.infinity_add if self.add else law.infinity_remove)
 
     def directed(self, add: bool) -> AllocationPair:
         return AllocationPair(self.mu, self.steps, add, self.lower, self.per_octave)

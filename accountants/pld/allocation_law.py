@@ -47,6 +47,7 @@ E_Q(1 − sX)₊ for adding, so X⁺ and X⁻ (with the +∞ atoms for X⁺) are
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -93,13 +94,13 @@ class GeometricLaw:
 
 @dataclass(frozen=True, eq=False)
 class AllocationLaw:
-    """X⁺ (``upper``) and X⁻ (``lower``) for one Gaussian allocated to one of ``steps`` steps, with the P-mass each
-    direction's upper pair puts at +∞ (module docstring)."""
+    """X⁺ (``upper``) and X⁻ (``lower``, where computed) for one Gaussian allocated to one of ``steps`` steps, with the
+    P-mass each direction's upper pair puts at +∞ (module docstring)."""
 
     mu: float
     steps: int
     upper: GeometricLaw
-    lower: GeometricLaw
+    lower: GeometricLaw | None
     infinity_remove: float
     infinity_add: float
 
@@ -340,14 +341,6 @@ MAX_POINTS = 1 << 14
 with the product of its laws' sizes and its shifts)."""
 
 
-@dataclass(frozen=True)
-class _Schedule:
-    """The grid (points per octave) each stage of the Horner scheme runs on: the upper chain chooses it, the lower
-    chain replays it."""
-
-    per_octave: tuple[int, ...]
-
-
 MAX_BASE_POINTS = 1 << 13
 """Z's grid is coarsened (by halves) until Z has at most this many points: a small multiplier's log-normal spans
 hundreds of octaves (its answer is then close to the Gaussian's without amplification, and coarser)."""
@@ -363,20 +356,42 @@ def _base_octave(mu: float, per_octave: int, steps: int) -> int:
     return per_octave
 
 
+def _horner(
+    law: GeometricLaw,
+    steps: int,
+    base: Callable[[int], GeometricLaw],
+    stage: Callable[[int, int, int, GeometricLaw], GeometricLaw],
+    lower: bool,
+) -> GeometricLaw:
+    """The mean of ``steps`` terms from the law of one (``law``): Horner over t's binary digits after the leading 1
+    (double, then add one term where the digit is 1; ``base(N)`` is one term's law on the grid N). Before each
+    doubling ``stage(position, copies, count, law)`` prepares the law (trimmed, on its grid): it is then a mean of
+    ``count`` terms used ``copies`` times in X."""
+    digits = bin(steps)[3:]
+    count = 1
+    for position, digit in enumerate(digits):
+        law = stage(position, 2 ** (len(digits) - position), count, law)
+        law, count = _combined(law, law, 0.5, lower), 2 * count
+        if digit == "1":
+            law, count = _combined(law, base(law.per_octave), count / (count + 1), lower), count + 1
+    return law
+
+
 @lru_cache(maxsize=32)
-def _upper_chain(mu: float, steps: int, per_octave: int) -> tuple[GeometricLaw, float, float, _Schedule]:
+def _upper_chain(mu: float, steps: int, per_octave: int) -> tuple[GeometricLaw, float, float, tuple[int, ...]]:
+    """X⁺, the P-mass of its two +∞ atoms (remove, add), and the grid (points per octave) of each Horner stage (the
+    lower chain runs on them): each stage's law trimmed, its cut added to the atoms (module docstring), and its grid
+    refined while coarser than its log's standard deviation over :data:`POINTS_PER_SD`."""
     per_octave = _base_octave(mu, per_octave, steps)
     span = _base_range(mu, per_octave, steps)
-    infinity_remove, infinity_add = _base_cut(mu, span, steps)
+    infinity = list(_base_cut(mu, span, steps))
     bases = _Bases(mu, span)
-    law = bases.get(per_octave)[0]
-    digits = bin(steps)[3:]  # after the leading 1
-    count, grids = 1, []
-    for position, digit in enumerate(digits):
-        copies = 2 ** (len(digits) - position)  # this stage's law is used this many times in X
+    grids: list[int] = []
+
+    def stage(position: int, copies: int, count: int, law: GeometricLaw) -> GeometricLaw:
         law, cut_q, cut_moment = _trimmed(law, copies)
-        infinity_remove += cut_moment * count * copies / steps + copies * cut_q
-        infinity_add += copies * cut_q
+        infinity[0] += cut_moment * count * copies / steps + copies * cut_q
+        infinity[1] += copies * cut_q
         while (
             law.grid > _log_sd(law) / POINTS_PER_SD
             and law.per_octave < MAX_PER_OCTAVE
@@ -384,11 +399,11 @@ def _upper_chain(mu: float, steps: int, per_octave: int) -> tuple[GeometricLaw, 
         ):
             law = _refined(law)
         grids.append(law.per_octave)
-        law, count = _combined(law, law, 0.5), 2 * count
-        if digit == "1":
-            law, count = _combined(law, bases.get(law.per_octave)[0], count / (count + 1)), count + 1
+        return law
+
+    law = _horner(bases.get(per_octave)[0], steps, lambda n: bases.get(n)[0], stage, lower=False)
     law, cut_q, cut_moment = _trimmed(law, 1.0)
-    return law, infinity_remove + cut_moment + cut_q, infinity_add + cut_q, _Schedule(tuple(grids))
+    return law, infinity[0] + cut_moment + cut_q, infinity[1] + cut_q, tuple(grids)
 
 
 LOWER_REFINEMENT = 2
@@ -398,31 +413,28 @@ spreading adds, at the same grid)."""
 
 @lru_cache(maxsize=32)
 def _lower_chain(mu: float, steps: int, per_octave: int) -> GeometricLaw:
-    schedule = _upper_chain(mu, steps, per_octave)[3]
+    """X⁻: the upper chain's stages on grids :data:`LOWER_REFINEMENT` times finer, what is cut dropped."""
+    grids = _upper_chain(mu, steps, per_octave)[3]
     per_octave = _base_octave(mu, per_octave, steps)
-    span = _base_range(mu, per_octave, steps)
-    bases = _Bases(mu, span)
-    law = bases.get(per_octave * LOWER_REFINEMENT)[1]
-    digits = bin(steps)[3:]
-    count = 1
-    for position, digit in enumerate(digits):
-        law = _trimmed(law, 2 ** (len(digits) - position))[0]
-        while law.per_octave < schedule.per_octave[position] * LOWER_REFINEMENT:
+    bases = _Bases(mu, _base_range(mu, per_octave, steps))
+
+    def stage(position: int, copies: int, count: int, law: GeometricLaw) -> GeometricLaw:
+        law = _trimmed(law, copies)[0]
+        while law.per_octave < grids[position] * LOWER_REFINEMENT:
             law = _refined(law)
-        law, count = _combined(law, law, 0.5, lower=True), 2 * count
-        if digit == "1":
-            law = _combined(law, bases.get(law.per_octave)[1], count / (count + 1), lower=True)
-            count += 1
+        return law
+
+    law = _horner(bases.get(per_octave * LOWER_REFINEMENT)[1], steps, lambda n: bases.get(n)[1], stage, lower=True)
     return _trimmed(law, 1.0)[0]
 
 
 def allocation_law(mu: float, steps: int, per_octave: int, lower: bool = False) -> AllocationLaw:
-    """X⁺ (and X⁻ where ``lower``; else X⁻ is X⁺) for a Gaussian with μ = 1/(2z²) allocated to one of ``steps``
-    steps, starting on the grid Δ = log 2/N (module docstring): Z's bins, then Horner over t's binary digits (double,
-    then add one term where the digit is 1), each mean spread (upper) or contracted (lower), trimmed, and the grid
-    refined as the mean concentrates (the lower chain on the upper's grids)."""
+    """X⁺ (and X⁻ where ``lower``) for a Gaussian with μ = 1/(2z²) allocated to one of ``steps`` steps, starting on the
+    grid Δ = log 2/N (module docstring): Z's bins, then Horner over t's binary digits, each mean spread (upper) or
+    contracted (lower), trimmed, and the grid refined as the mean concentrates (the lower chain on the upper's
+    grids)."""
     upper, infinity_remove, infinity_add, _ = _upper_chain(mu, steps, per_octave)
-    below = _lower_chain(mu, steps, per_octave) if lower else upper
+    below = _lower_chain(mu, steps, per_octave) if lower else None
     return AllocationLaw(mu, steps, upper, below, infinity_remove, infinity_add)
 
 
@@ -445,7 +457,7 @@ class _Bases:
         return self.laws[per_octave]
 
 
-def _combined(a: GeometricLaw, b: GeometricLaw, share: float, lower: bool = False) -> GeometricLaw:
+def _combined(a: GeometricLaw, b: GeometricLaw, share: float, lower: bool) -> GeometricLaw:
     grid = a.grid
     offset, mass, moment = _mean_bins(a, b, share)
     rounding = _rounding_share(max(a.masses.size, b.masses.size), grid)

@@ -55,44 +55,29 @@ def allocation_canary_scores(
     per epoch log[(t − L)/t + (1/t)Σ_s e^{(x_s − ½)/σ²}] for fresh positions, and with persistent bins
     log[(1/t)Σ_s e^{Σ_e (x_{e,s} − ½)/σ²}] over the epochs that ran slot s (over the same for the opposite canary under
     replace-one)."""
-    if persistent:
-        return _persistent_scores(rng, trials, epoch_lengths, slots, noise, replace, inside)
+    var = noise * noise
+    shift = 1.0 if inside else (-1.0 if replace else 0.0)
     score = np.zeros(trials)
-    var = noise * noise
+    kept = rng.integers(slots, size=trials) if persistent else None  # the canary's bin for all epochs
+    width = slots if persistent else 0
+    plus, minus = np.zeros((trials, width)), np.zeros((trials, width))
     for length in epoch_lengths:
-        position = rng.integers(slots, size=trials)
+        position = rng.integers(slots, size=trials) if kept is None else kept
         x = noise * rng.standard_normal((trials, length))
         hit = position < length
-        x[hit, position[hit]] += 1.0 if inside else (-1.0 if replace else 0.0)
-        absent = math.log(slots - length) if slots > length else -math.inf
-        score += _log_allocation(x, var, absent, slots, 1.0)
+        x[hit, position[hit]] += shift
+        if not persistent:  # a fresh position: this epoch's own likelihood ratio
+            absent = math.log(slots - length) if slots > length else -math.inf
+            score += _log_allocation(x, var, absent, slots, 1.0)
+            if replace:
+                score -= _log_allocation(x, var, absent, slots, -1.0)
+        else:  # the same bin every epoch: each slot's exponents add up over the epochs that ran it
+            plus[:, :length] += (x - 0.5) / var
+            minus[:, :length] += (-x - 0.5) / var
+    if persistent:
+        score = special.logsumexp(plus, axis=1) - math.log(slots)
         if replace:
-            score -= _log_allocation(x, var, absent, slots, -1.0)
-    return score
-
-
-def _persistent_scores(
-    rng: np.random.Generator,
-    trials: int,
-    epoch_lengths: list[int],
-    slots: int,
-    noise: float,
-    replace: bool,
-    inside: bool,
-) -> np.ndarray:
-    """:func:`allocation_canary_scores` with the canary's bin drawn once for all epochs."""
-    var = noise * noise
-    position = rng.integers(slots, size=trials)
-    plus, minus = np.zeros((trials, slots)), np.zeros((trials, slots))
-    for length in epoch_lengths:
-        x = noise * rng.standard_normal((trials, length))
-        hit = position < length
-        x[hit, position[hit]] += 1.0 if inside else (-1.0 if replace else 0.0)
-        plus[:, :length] += (x - 0.5) / var
-        minus[:, :length] += (-x - 0.5) / var
-    score = special.logsumexp(plus, axis=1) - math.log(slots)
-    if replace:
-        score -= special.logsumexp(minus, axis=1) - math.log(slots)
+            score -= special.logsumexp(minus, axis=1) - math.log(slots)
     return np.asarray(score)
 
 

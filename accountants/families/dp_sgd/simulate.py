@@ -214,8 +214,9 @@ def _train(
     directions_t = np.ascontiguousarray(directions.T)
     with np.errstate(divide="ignore"):
         caps = clip / np.linalg.norm(features, axis=1)  # C/‖x_j‖ (∞ for a zero record: never clipped)
-    persistent = p.get("bins") == "persistent" and p["sampling"] == "balls-in-bins"
-    loader = _simulated_loader(p["sampling"], n, q, p["dataset_size"], problem.get("max_batch_size"), persistent)
+    loader = _simulated_loader(
+        p["sampling"], n, q, p["dataset_size"], problem.get("max_batch_size"), problem.get("persistent", False)
+    )
     theta = np.zeros((trials, d))
     for chunk in batch_chunks(rng, trials, loader, problem["steps"]):
         noise = std * rng.standard_normal((chunk.steps, trials, d))
