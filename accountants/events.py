@@ -250,6 +250,13 @@ class RandomAllocationEvent(DpEvent):
         object.__setattr__(self, "num_selected", check.positive_int("num_selected", self.num_selected, maximum=t))
         _require_event("event", self.event)
 
+    def groups(self) -> tuple[tuple[int, int], ...]:
+        """(count, steps) of the one-of-``steps`` allocations a k-of-t allocation is accounted as: k − r of ⌊t/k⌋
+        steps and r = t mod k of ⌈t/k⌉, a partition of the t steps in which each group receives the record once
+        (Feldman & Shenfeld 2025, the decomposition of k-out-of-t allocation)."""
+        short, longer = divmod(self.num_steps, self.num_selected)
+        return ((self.num_selected - longer, short),) + (((longer, short + 1),) if longer else ())
+
 
 @dataclass(frozen=True)
 class SelfComposedEvent(DpEvent):

@@ -28,7 +28,7 @@ from .conversions import Conversion, noise_for_linear_rdp
 from .errors import CalibrationError, ParameterError
 from .events import DpEvent
 from .plans import Knob, MechanismPlan
-from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError
+from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError, rdp_is_costly
 from .reports import AccountantResult, Guarantee, RdpCurve, not_asked
 from .tight import tight_calibration, tight_epsilon, tight_epsilons, tight_is_costly
 
@@ -89,6 +89,8 @@ def accountant_names() -> tuple[str, ...]:
 def costly(plan: MechanismPlan, accountant: str) -> bool:
     """Whether a request for ``accountant`` on ``plan`` is numerical work (an accountant it asks for reads the tree
     by computation, not a closed form): the service runs it in a bounded process."""
+    if asks(accountant, "rdp") and rdp_is_costly(plan.event):
+        return True
     return any(a.costly(plan.event, plan.neighbouring) for a in EVENT_ACCOUNTANTS if asks(accountant, a.name))
 
 

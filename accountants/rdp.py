@@ -15,6 +15,11 @@ event                                         Rényi curve ε(α)
                                               record (Mironov 2017, Prop. 11, p = 2):
                                               ((α − ½)/(α − 1))·ε(2α) + ε(2α − 1)
 ``SampledWithoutReplacementEvent(n, m, G…)``  Wang–Balle–Kasiviswanathan 2019, Thm. 27 (replace-one only)
+``RandomAllocationEvent(t, k, Gaussian…)``    both directions of one-of-t allocation, certified from above
+                                              (:mod:`~accountants.mechanisms.allocation_gaussian`: exact series at
+                                              integer orders for remove, a gamma integral for add); k of t as its
+                                              one-of-⌊t/k⌋ / ⌈t/k⌉ groups; add/remove only; numerical
+                                              (:func:`rdp_is_costly`)
 ``TruncatedPoissonSampledEvent(n, q, B, G)``  mixture of the Poisson curve and a replace-one curve at the cut
                                               (arXiv 2508.15089; add/remove only; see :meth:`RdpAccountant._truncated`)
 ``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
@@ -45,6 +50,7 @@ certified bounds where the tree has them (:meth:`RdpAccountant.bounded`), report
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Literal, get_args
@@ -62,6 +68,7 @@ from .events import (
     LaplaceEvent,
     PoissonSampledEvent,
     PureDpEvent,
+    RandomAllocationEvent,
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
@@ -71,7 +78,7 @@ from .events import (
     leaves,
     non_gaussian_leaf,
 )
-from .mechanisms import poisson_gaussian, sampled_wor_gaussian
+from .mechanisms import allocation_gaussian, poisson_gaussian, sampled_wor_gaussian
 from .mechanisms.laplace import laplace_rdp
 from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp, randomized_response_rdp
 
@@ -79,6 +86,9 @@ Neighbouring = Literal["add-remove", "replace-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = get_args(Neighbouring)
 
 Curve = Callable[[np.ndarray], np.ndarray]
+SampledEvent = (
+    PoissonSampledEvent | SampledWithoutReplacementEvent | TruncatedPoissonSampledEvent | RandomAllocationEvent
+)
 
 
 class UnsupportedEventError(DpcalError, ValueError):
@@ -209,6 +219,11 @@ class RdpAccountant:
         if isinstance(event, ZCdpEvent):
             rho, xi = event.rho, event.xi
             return [(count, lambda a: _affine(xi, rho, a))]
+        return self._sampled_parts(event, count)
+
+    def _sampled_parts(self, event: DpEvent, count: int) -> list[tuple[int, Curve]]:
+        """The curves of a release on a random part of the data (Poisson, truncated, without replacement, random
+        allocation)."""
         if isinstance(event, PoissonSampledEvent) and isinstance(event.event, LaplaceEvent):
             sampled = self._sampled_laplace_epsilon(event.sampling_rate, event.event.noise_multiplier)
             return [(count, lambda a: pure_dp_rdp(sampled, a))]
@@ -219,6 +234,8 @@ class RdpAccountant:
             return [(count, lambda a: _replace_one_by_triangle(q, z, a))]
         if isinstance(event, TruncatedPoissonSampledEvent):
             return [(count, self._truncated(event))]
+        if isinstance(event, RandomAllocationEvent):
+            return self._allocated(event, count)
         if isinstance(event, SampledWithoutReplacementEvent):
             if self.neighbouring != "replace-one":
                 raise UnsupportedEventError(
@@ -254,6 +271,17 @@ class RdpAccountant:
 
         return curve
 
+    def _allocated(self, event: RandomAllocationEvent, count: int) -> list[tuple[int, Curve]]:
+        """k of t as its one-of-t′ groups (:meth:`~accountants.events.RandomAllocationEvent.groups`), each the
+        certified curve of :mod:`~accountants.mechanisms.allocation_gaussian` (both directions)."""
+        if self.neighbouring != "add-remove":
+            raise UnsupportedEventError(event, "random allocation is accounted under add/remove neighbours only")
+        z = self._gaussian_multiplier(event)
+        return [
+            (count * groups, functools.partial(allocation_gaussian.rdp_kernel, z, steps))
+            for groups, steps in event.groups()
+        ]
+
     def _sampled_laplace_epsilon(self, q: float, scale: float) -> float:
         """The pure ε₁ of a Poisson-sampled Laplace release: the largest privacy loss of its dominating pairs
         (:mod:`accountants.pld.sampled`), log(1 + q(e^{1/b} − 1)) under add/remove (the remove direction; the add
@@ -266,9 +294,7 @@ class RdpAccountant:
             return top
         return top - float(np.logaddexp(low, math.log(q) - 1.0 / scale))
 
-    def _gaussian_multiplier(
-        self, event: PoissonSampledEvent | SampledWithoutReplacementEvent | TruncatedPoissonSampledEvent
-    ) -> float:
+    def _gaussian_multiplier(self, event: SampledEvent) -> float:
         """Multiplier of the single Gaussian equivalent to the sampled (composition of) Gaussian(s)."""
         leaf = non_gaussian_leaf(event.event)
         if leaf is not None:
@@ -276,6 +302,12 @@ class RdpAccountant:
                 event, f"the sampled event must be a Gaussian or a composition of Gaussians, not {leaf!r}"
             )
         return 1.0 / gaussian_mu(event.event)
+
+
+def rdp_is_costly(event: DpEvent) -> bool:
+    """Whether the Rényi curve of ``event`` is numerical work (a random allocation's: tens of milliseconds per
+    curve, seconds for a calibration) rather than closed forms and series of milliseconds. Reads the tree only."""
+    return any(isinstance(leaf, RandomAllocationEvent) for _, leaf in leaves(event))
 
 
 def _affine(xi: float, rho: float, orders: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..events import RandomAllocationEvent
 from .allocation_law import LOWER_REFINEMENT, AllocationLaw, GeometricLaw, allocation_law, on_grid
 from .pairs import MAX_LOSS, DominatingPair, Survivals, snapped_down
 
@@ -129,11 +130,7 @@ class AllocationPair(DominatingPair):
         return math.inf if atoms.infinity > 0.0 else float(atoms.losses[-1])
 
 
-def allocation_pairs(mu: float, num_steps: int, num_selected: int) -> list[tuple[int, AllocationPair]]:
+def allocation_pairs(mu: float, event: RandomAllocationEvent) -> list[tuple[int, AllocationPair]]:
     """The (count, pair) leaves of one allocation of a record to ``num_selected`` of ``num_steps`` steps (module
-    docstring: k − r one-of-⌊t/k⌋ and r one-of-⌈t/k⌉), direction not yet chosen."""
-    short, longer = divmod(num_steps, num_selected)
-    leaves = [(num_selected - longer, AllocationPair(mu, short))]
-    if longer:
-        leaves.append((longer, AllocationPair(mu, short + 1)))
-    return leaves
+    docstring: :meth:`~accountants.events.RandomAllocationEvent.groups`), direction not yet chosen."""
+    return [(count, AllocationPair(mu, steps)) for count, steps in event.groups()]

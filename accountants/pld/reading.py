@@ -157,7 +157,7 @@ def _allocated(
     if neighbouring != "add-remove":
         raise UnsupportedEventError(event, "random allocation is accounted under add/remove neighbours only", "PLD")
     mu = _gaussian_tree_mu(event, event.event)
-    for groups, pair in allocation_pairs(mu, event.num_steps, event.num_selected):
+    for groups, pair in allocation_pairs(mu, event):
         yield count * groups, pair
 
 

@@ -67,7 +67,10 @@ def allocation(p: DpSgdParams, z: float, steps: int) -> DpEvent:
 
 def rdp_method(p: DpSgdParams) -> str:
     if allocated(p):
-        mechanism = "random allocation (balls in bins; no Rényi curve in dpcal: see the tight accountant)"
+        mechanism = (
+            "random allocation (balls in bins): both directions of each one-of-⌊n/b⌋ allocation, certified from above "
+            "(exact series for remove, a gamma integral for add)"
+        )
     elif without_amplification(p):
         mechanism = "Gaussian mechanism, α/(2z²) per epoch begun (no amplification by the loader's randomness claimed)"
     elif p.sampling == "truncated-poisson":

@@ -88,8 +88,8 @@ _NO_AMPLIFICATION = (
 
 _ALLOCATION = (
     "balls-in-bins batches are accounted by random allocation (Feldman & Shenfeld 2025, arXiv 2502.08202): the tight "
-    "accountant brackets the exact ε (epsilon_lower); the Rényi accountant has no curve for it; the Poisson answer "
-    "shown beside it (poisson-assumed) is not this loader's"
+    "accountant brackets the exact ε (epsilon_lower); the Rényi accountant's certified curve is looser; the Poisson "
+    "answer shown beside it (poisson-assumed) is not this loader's"
 )
 
 
