@@ -174,12 +174,29 @@ class _Windows:
         suffix[:pad] = suffix[pad]
         self.prefix, self.suffix = prefix, suffix
 
-    def run(self, lo: int, hi: int, width: int) -> np.ndarray:
-        """Σ x[a + lo : a + hi] for a = 0 … width − 1 (indices clipped to the array; views, no gathers)."""
+    def crossovers(self, lows: np.ndarray, highs: np.ndarray, width: int) -> np.ndarray:
+        """For each window run (lo, hi), the first a < width where the prefix side sums more than the suffix side,
+        prefix[a + hi] > suffix[a + lo] (width where none): one side is non-decreasing in a, the other non-increasing,
+        so a bisection, all runs at once."""
+        lows, highs = lows + self.pad, highs + self.pad
+        first, last = np.zeros(lows.size, dtype=np.int64), np.full(lows.size, width, dtype=np.int64)
+        while True:
+            open_ = first < last
+            if not open_.any():
+                return first
+            middle = (first + last) // 2
+            larger = self.prefix[middle + highs] > self.suffix[middle + lows]
+            last = np.where(open_ & larger, middle, last)
+            first = np.where(open_ & ~larger, middle + 1, first)
+
+    def run(self, lo: int, hi: int, width: int, crossover: int, out: np.ndarray) -> np.ndarray:
+        """Σ x[a + lo : a + hi] for a = 0 … width − 1 into ``out`` (indices clipped to the array; views, no gathers):
+        from the prefix sums before ``crossover`` (:meth:`crossovers`), from the suffix sums after it."""
         lo, hi = lo + self.pad, hi + self.pad
-        p_hi, p_lo = self.prefix[hi : hi + width], self.prefix[lo : lo + width]
-        s_lo, s_hi = self.suffix[lo : lo + width], self.suffix[hi : hi + width]
-        return np.asarray(np.maximum(np.where(p_hi <= s_lo, p_hi - p_lo, s_lo - s_hi), 0.0))
+        prefix, suffix, first = self.prefix, self.suffix, crossover
+        np.subtract(prefix[hi : hi + first], prefix[lo : lo + first], out=out[:first])
+        np.subtract(suffix[lo + first : lo + width], suffix[hi + first : hi + width], out=out[first:width])
+        return out  # ≥ 0 exactly: differences of monotone cumulative sums, hi ≥ lo
 
 
 def _anchored(
@@ -213,10 +230,22 @@ def _anchored(
     masses, moments = _Windows(other.masses, pad), _Windows(other.moments, pad)
     a_masses, a_moments = anchor.masses, w_a * anchor.moments
     b_weighted = w_b * a_masses
-    for lo, hi, at in zip(lows.tolist(), highs.tolist(), (shift[starts] - shift[0]).tolist(), strict=True):
-        window_mass = masses.run(lo, hi, n_a)
-        mass[at : at + n_a] += a_masses * window_mass
-        moment[at : at + n_a] += a_moments * window_mass + b_weighted * moments.run(lo, hi, n_a)
+    window_mass, window_moment, product = np.empty(n_a), np.empty(n_a), np.empty(n_a)
+    runs = zip(
+        lows.tolist(),
+        highs.tolist(),
+        (shift[starts] - shift[0]).tolist(),
+        masses.crossovers(lows, highs, n_a).tolist(),
+        moments.crossovers(lows, highs, n_a).tolist(),
+        strict=True,
+    )
+    for lo, hi, at, mass_crossover, moment_crossover in runs:
+        masses.run(lo, hi, n_a, mass_crossover, window_mass)
+        moments.run(lo, hi, n_a, moment_crossover, window_moment)
+        mass[at : at + n_a] += np.multiply(a_masses, window_mass, out=product)
+        np.multiply(b_weighted, window_moment, out=window_moment)
+        window_moment += np.multiply(a_moments, window_mass, out=product)
+        moment[at : at + n_a] += window_moment
     return out_offset, mass, moment
 
 
@@ -233,15 +262,19 @@ def _added(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[int, np.nda
 
 
 def _mean_bins(a: GeometricLaw, b: GeometricLaw, share: float) -> tuple[int, np.ndarray, np.ndarray]:
-    """The bins (offset, masses, first moments) of share·A + (1 − share)·B for independent A, B on one grid
-    (share ≥ ½): equal weights split at d = 0, each half anchored on its larger value (at most N shifts); otherwise
-    anchored on A, the heavier (few shifts wherever B/A is below (1 − share)/share·e^{shifts·Δ})."""
-    split = _work(a, b, (share, 1.0 - share), (-FAR, 0)) + _work(b, a, (1.0 - share, share), (-FAR, -1))
-    if share == 0.5 or split <= _work(a, b, (share, 1.0 - share), (-FAR, FAR)):
-        return _added(
-            [_anchored(a, b, (share, 1.0 - share), (-FAR, 0)), _anchored(b, a, (1.0 - share, share), (-FAR, -1))]
-        )
-    return _anchored(a, b, (share, 1.0 - share), (-FAR, FAR))
+    """The bins (offset, masses, first moments) of share·A + (1 − share)·B for independent A, B on one grid: the pairs
+    with d = b − a ≤ D anchored on A, the others on B, with D where the two sides' work is least (equal weights and
+    sizes: D = 0, at most N shifts a side; one term added to a mean of many: D where B's larger values begin to
+    dominate, n_b/n_a = (w_b/w_a)·e^{DΔ}, so that neither side walks through the other's long tail shift by shift)."""
+    weights, flipped = (share, 1.0 - share), (1.0 - share, share)
+    balance = math.log(max(b.masses.size, 1) / max(a.masses.size, 1) * weights[0] / weights[1]) / a.grid
+    candidates = {0, max(-FAR + 1, min(FAR - 1, round(balance))), FAR - 1, -FAR}
+
+    def work(split: int) -> int:
+        return _work(a, b, weights, (-FAR, split)) + _work(b, a, flipped, (-FAR, -split - 1))
+
+    split = min(sorted(candidates), key=work)
+    return _added([_anchored(a, b, weights, (-FAR, split)), _anchored(b, a, flipped, (-FAR, -split - 1))])
 
 
 FAR = 1 << 62
