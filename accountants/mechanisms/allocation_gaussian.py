@@ -90,13 +90,17 @@ def rdp_kernel(z: float, t: int, alphas: np.ndarray) -> np.ndarray:
     if t == 1:
         return gaussian
     out = gaussian.copy()
-    top = MAX_EXACT_ORDER if t >= MAX_EXACT_ORDER else MAX_SQUARED_ORDER
-    exact = alphas <= top
+    exact = alphas <= _top_order(t)
     if exact.any():
         a = alphas[exact]
         both = np.maximum(remove_rdp(z, t, a), add_rdp(z, t, a))
         out[exact] = np.minimum(both, gaussian[exact])
     return out
+
+
+def _top_order(t: int) -> int:
+    """The largest order the series reach for t steps (module docstring, caps)."""
+    return MAX_EXACT_ORDER if t >= MAX_EXACT_ORDER else MAX_SQUARED_ORDER
 
 
 # -- remove: E_Q X^α at integer orders, chords between them ---------------------------------------------------------
@@ -184,16 +188,16 @@ class _AddTable:
     """t log L(s/t) from above on a geometric s-grid, and what the remainder terms need (module docstring)."""
 
     def __init__(self, z: float, t: int, top_beta: float, log_s_end: float) -> None:
-        self.m, self.b, self.t = 0.5 / (z * z), 1.0 / z, t
+        self.m = 0.5 / (z * z)
         self.v = 2.0 * self.m / t
-        self.log_kappa = math.log1p(math.expm1(2.0 * self.m) / t)
-        self.log_s0 = math.log(1e-3) - 0.5 * self.log_kappa
+        self.log_kappa, self.log_s0 = _near_zero(self.m, t)
         self.top_beta = top_beta
         span = log_s_end - self.log_s0
-        zeta_end = 12.0 + self.b
-        spacing = max(SPACING, math.sqrt(span * 2.0 * zeta_end * self.b / _MAX_GRID_WORK))
+        b = 1.0 / z
+        zeta_end = 12.0 + b
+        spacing = max(SPACING, math.sqrt(span * 2.0 * zeta_end * b / _MAX_GRID_WORK))
         self.log_s = self.log_s0 + spacing * np.arange(math.ceil(span / spacing) + 1)
-        self.upper = t * _log_laplace_upper(self.log_s - math.log(t), self.m, self.b, spacing, zeta_end)
+        self.upper = t * _log_laplace_upper(self.log_s - math.log(t), self.m, b, spacing, zeta_end)
 
     def log_moments(self, betas: np.ndarray) -> np.ndarray:
         """log E_Q X^{−β} from above, for β ≤ top_beta."""
@@ -208,6 +212,12 @@ class _AddTable:
             above_cut = -betas * log_c + np.log(special.gammaincc(betas, s_end * np.exp(log_c)))
         total = special.logsumexp(np.stack((main, above_cut, below_cut)), axis=0)
         return np.asarray(total + _ROUNDING * (1.0 + np.abs(total)) * (betas + 1.0))
+
+
+def _near_zero(m: float, t: int) -> tuple[float, float]:
+    """log E_Q X² = log(1 + (e^{2m} − 1)/t), and log s₀ with κ·s₀² = 1e-6 (the Taylor bound's piece [0, s₀])."""
+    log_kappa = math.log1p(math.expm1(2.0 * m) / t)
+    return log_kappa, math.log(1e-3) - 0.5 * log_kappa
 
 
 def _cut(m: float, v: float, betas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -229,9 +239,8 @@ def _add_table(z: float, t: int) -> _AddTable | None:
     m = 0.5 / (z * z)
     if 2.0 * m > 600.0:
         return None
-    top = (MAX_EXACT_ORDER if t >= MAX_EXACT_ORDER else MAX_SQUARED_ORDER) - 1.0
-    betas = np.arange(1.0, top + 1.0)
-    log_s0 = math.log(1e-3) - 0.5 * math.log1p(math.expm1(2.0 * m) / t)
+    betas = np.arange(1.0, float(_top_order(t)))
+    log_s0 = _near_zero(m, t)[1]
     needed = _needed_log_s(m, 2.0 * m / t, betas)
     fits = needed - log_s0 <= MAX_LOG_RANGE
     if not fits[0]:
