@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from scipy import stats
 
 from . import validation as check
-from .errors import ParameterError
+from .errors import FieldIssue, ParameterError
 
 
 class FieldKind(enum.Enum):
@@ -29,6 +30,7 @@ class FieldKind(enum.Enum):
     INTEGER = "integer"
     EVENT = "event"
     EVENTS = "events"
+    NUMBERS = "numbers"
     STRING = "string"
     OBJECT = "object"
 
@@ -63,6 +65,10 @@ class Syntax:
 
 def number(name: str) -> SyntaxField:
     return SyntaxField(name, FieldKind.NUMBER)
+
+
+def numbers(name: str) -> SyntaxField:
+    return SyntaxField(name, FieldKind.NUMBERS)
 
 
 def integer(name: str, minimum: int | None = None) -> SyntaxField:
@@ -256,6 +262,105 @@ class RandomAllocationEvent(DpEvent):
         (Feldman & Shenfeld 2025, the decomposition of k-out-of-t allocation)."""
         short, longer = divmod(self.num_steps, self.num_selected)
         return ((self.num_selected - longer, short),) + (((longer, short + 1),) if longer else ())
+
+
+MAX_MIXTURE_COMPONENTS = 1001
+"""Most components of one mixture of Gaussians (a user with up to 1,000 examples, and none)."""
+
+
+@dataclass(frozen=True)
+class MixtureOfGaussiansEvent(DpEvent):
+    """A Gaussian release whose sensitivity is random: ``sensitivities[i]`` with probability ``probabilities[i]``
+    (dp_accounting's ``MixtureOfGaussiansDpEvent``; Choquette-Choo, Ganesh, Steinke & Thakurta 2024, arXiv
+    2310.15526). Without the record (or user) the output is N(0, z²); with it, Σᵢ pᵢ N(sᵢ, z²), ``noise_multiplier``
+    z the noise std in the units the sensitivities are measured in (e.g. the clip norm). A vector release whose
+    random shift has norm sᵢ is dominated by this scalar one (arXiv 2310.15526, Cor. 4.7). DP-SGD with Poisson
+    sampling of examples and a user of K examples is the mixture of Binomial(K, q) counts, each moving the sum by at
+    most count·C (Ganesh 2024, arXiv 2401.10294). Accounted under add/remove neighbours, both directions."""
+
+    syntax = Syntax(
+        "mixture-of-gaussians",
+        "A Gaussian release (noise_multiplier = std in the sensitivities' units) whose sensitivity is "
+        "sensitivities[i] with probability probabilities[i] (add-remove neighbours).",
+        (number("noise_multiplier"), numbers("sensitivities"), numbers("probabilities")),
+    )
+
+    noise_multiplier: float
+    sensitivities: tuple[float, ...]
+    probabilities: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check.noise_multiplier("noise_multiplier", self.noise_multiplier))
+        sens = _numbers("sensitivities", self.sensitivities, check.non_negative)
+        probs = _numbers("probabilities", self.probabilities, _mass)
+        if len(probs) != len(sens):
+            raise ParameterError.single(
+                "probabilities",
+                f"must have one probability per sensitivity ({len(sens)})",
+                f"a list of {len(sens)} numbers",
+                len(probs),
+            )
+        total = math.fsum(probs)
+        if abs(total - 1.0) > 1e-9:
+            raise ParameterError.single("probabilities", "must add up to 1 (within 1e-9)", "a sum of 1", total)
+        if not any(s > 0.0 and p > 0.0 for s, p in zip(sens, probs, strict=True)):
+            raise ParameterError.single(
+                "sensitivities",
+                "must give a positive sensitivity positive probability (else nothing is released)",
+                "some sensitivities[i] > 0 with probabilities[i] > 0",
+                list(sens),
+            )
+        object.__setattr__(self, "sensitivities", sens)
+        object.__setattr__(self, "probabilities", probs)
+
+    def components(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(μ, w): the distinct shifts μ = s/z in increasing order and their probabilities (normalised to add up to
+        1; components of zero probability dropped, equal sensitivities merged) — the mixture in noise units."""
+        merged: dict[float, float] = {}
+        for s, p in zip(self.sensitivities, self.probabilities, strict=True):
+            if p > 0.0:
+                merged[s] = merged.get(s, 0.0) + p
+        total = math.fsum(merged.values())
+        shifts = sorted(merged)
+        return tuple(s / self.noise_multiplier for s in shifts), tuple(merged[s] / total for s in shifts)
+
+    def poisson_form(self) -> tuple[float, float] | None:
+        """(q, z′) where the mixture is a Poisson-sampled Gaussian — shifts {0, s} (q the probability of s) or {s}
+        (q = 1) — with multiplier z′ = z/s; else None. The accountants read such a mixture as that event."""
+        mus, weights = self.components()
+        if len(mus) == 1:
+            return 1.0, 1.0 / mus[0]
+        if len(mus) == 2 and mus[0] == 0.0:
+            return weights[1], 1.0 / mus[1]
+        return None
+
+
+def _mass(name: str, value: object) -> float:
+    x = check.non_negative(name, value)
+    if x > 1.0:
+        raise ParameterError.single(name, "must be in [0, 1]", "in [0, 1]", value)
+    return x
+
+
+def _numbers(name: str, values: object, each: Callable[[str, object], float]) -> tuple[float, ...]:
+    """A non-empty list of at most :data:`MAX_MIXTURE_COMPONENTS` numbers, each checked by ``each``."""
+    allowed = f"a list of 1 to {MAX_MIXTURE_COMPONENTS} numbers"
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise ParameterError.single(name, f"must be {allowed}", allowed, values)
+    if not 1 <= len(values) <= MAX_MIXTURE_COMPONENTS:
+        raise ParameterError.single(name, f"must be {allowed}", allowed, len(values))
+    checked = []
+    for i, value in enumerate(values):
+        try:
+            checked.append(each(name, value))
+        except ParameterError as error:
+            raise ParameterError([FieldIssue((name, i), *_issue_text(error))]) from None
+    return tuple(checked)
+
+
+def _issue_text(error: ParameterError) -> tuple[str, str | None, object]:
+    issue = error.issues[0]
+    return issue.message, issue.allowed, issue.value
 
 
 @dataclass(frozen=True)

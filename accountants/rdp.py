@@ -20,6 +20,10 @@ event                                         Rényi curve ε(α)
                                               integer orders for remove, a gamma integral for add); k of t as its
                                               one-of-⌊t/k⌋ / ⌈t/k⌉ groups; add/remove only; numerical
                                               (:func:`rdp_is_costly`)
+``MixtureOfGaussiansEvent(z, s, p)``          both directions of Σ pᵢN(sᵢ/z, 1) against N(0, 1), certified
+                                              from above by closed-form pieces on a grid (:mod:`~accountants.
+                                              mechanisms.mixture_gaussian`); shifts {0, s} as the Poisson-sampled
+                                              Gaussian (exact); add/remove only; numerical (:func:`rdp_is_costly`)
 ``TruncatedPoissonSampledEvent(n, q, B, G)``  mixture of the Poisson curve and a replace-one curve at the cut
                                               (arXiv 2508.15089; add/remove only; see :meth:`RdpAccountant._truncated`)
 ``PureDpEvent(ε)``                            exact RDP of randomized response with ε, the worst ε-DP
@@ -66,6 +70,7 @@ from .events import (
     DpEvent,
     GaussianEvent,
     LaplaceEvent,
+    MixtureOfGaussiansEvent,
     PoissonSampledEvent,
     PureDpEvent,
     RandomAllocationEvent,
@@ -78,7 +83,7 @@ from .events import (
     leaves,
     non_gaussian_leaf,
 )
-from .mechanisms import allocation_gaussian, poisson_gaussian, sampled_wor_gaussian
+from .mechanisms import allocation_gaussian, mixture_gaussian, poisson_gaussian, sampled_wor_gaussian
 from .mechanisms.laplace import laplace_rdp
 from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp, randomized_response_rdp
 
@@ -219,7 +224,27 @@ class RdpAccountant:
         if isinstance(event, ZCdpEvent):
             rho, xi = event.rho, event.xi
             return [(count, lambda a: _affine(xi, rho, a))]
+        if isinstance(event, MixtureOfGaussiansEvent):
+            return [(count, self._mixture(event))]
         return self._sampled_parts(event, count)
+
+    def _mixture(self, event: MixtureOfGaussiansEvent) -> Curve:
+        """Shifts {0, s} (or {s}): the Poisson-sampled (or plain) Gaussian it is, exactly as that event; otherwise
+        the certified curve of :mod:`~accountants.mechanisms.mixture_gaussian` (both directions)."""
+        if self.neighbouring != "add-remove":
+            raise UnsupportedEventError(
+                event,
+                "a mixture of Gaussians is the law of adding or removing a record (or a user) whose sensitivity is "
+                "random: it is accounted under add/remove neighbours only",
+            )
+        poisson = event.poisson_form()
+        if poisson is not None:
+            q, z = poisson
+            if q == 1.0:
+                return lambda a: a / (2.0 * z * z)
+            return lambda a: poisson_gaussian.rdp_kernel(q, z, a)
+        shifts, weights = event.components()
+        return functools.partial(mixture_gaussian.rdp_kernel, shifts, weights)
 
     def _sampled_parts(self, event: DpEvent, count: int) -> list[tuple[int, Curve]]:
         """The curves of a release on a random part of the data (Poisson, truncated, without replacement, random
@@ -305,9 +330,14 @@ class RdpAccountant:
 
 
 def rdp_is_costly(event: DpEvent) -> bool:
-    """Whether the Rényi curve of ``event`` is numerical work (a random allocation's: tens of milliseconds per
-    curve, seconds for a calibration) rather than closed forms and series of milliseconds. Reads the tree only."""
-    return any(isinstance(leaf, RandomAllocationEvent) for _, leaf in leaves(event))
+    """Whether the Rényi curve of ``event`` is numerical work (a random allocation's or a mixture of Gaussians':
+    tens to hundreds of milliseconds per curve, seconds for a calibration) rather than closed forms and series of
+    milliseconds. Reads the tree only."""
+    return any(
+        isinstance(leaf, RandomAllocationEvent)
+        or (isinstance(leaf, MixtureOfGaussiansEvent) and leaf.poisson_form() is None)
+        for _, leaf in leaves(event)
+    )
 
 
 def _affine(xi: float, rho: float, orders: np.ndarray) -> np.ndarray:
@@ -327,6 +357,11 @@ def _leaf_envelope(leaf: DpEvent, pure: float | None) -> tuple[float, float] | N
     """(ξ, ρ) of one release's zCDP envelope, where it has one (``pure``: its ε₀ where it is ε₀-DP)."""
     if isinstance(leaf, GaussianEvent):
         return 0.0, 0.5 / leaf.noise_multiplier / leaf.noise_multiplier  # (z² overflows past 1e154)
+    if isinstance(leaf, MixtureOfGaussiansEvent):
+        form = leaf.poisson_form()
+        if form is not None and form[0] == 1.0:  # one shift: a Gaussian at z/s
+            return 0.0, 0.5 / form[1] / form[1]
+        return None
     if isinstance(leaf, ZCdpEvent):
         return leaf.xi, leaf.rho
     if isinstance(leaf, BoundedRangeEvent):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import UnsupportedAccountantError
 
@@ -159,6 +159,12 @@ class Conventions:
     noise_multiplier_definition: str
     released: str
     """Which iterates the analysis assumes are released (all, or the last only)."""
+    protects: Literal["example", "user"] = "example"
+    """The unit of privacy: one example (a record), or one user (a record that is a user, or a user's examples)."""
+    examples_per_user: int = 1
+    """Under user-level privacy, the most examples of one user the guarantee covers (1: each record is the user)."""
+    sampling_rate: float | None = None
+    """The sampling rate q of an optimizer step (from the effective batch), where the sampling has one."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ paper's claim), so the statement cannot say something the answer does not (cf. t
 
 from __future__ import annotations
 
-from .reports import Answer, CalibrationReport, Guarantee, Noise
+from .reports import Answer, CalibrationReport, Conventions, Guarantee, Noise
 
 RELATIONS = {
     "add-remove": "two datasets are neighbours when one is the other with one example added or removed",
@@ -21,10 +21,8 @@ def privacy_statement(answer: Answer, subject: str) -> str:
     c = answer.conventions
     chosen = next((r for r in answer.accountants if r.name == answer.accountant), None)
     guarantee = chosen.guarantee if chosen is not None and chosen.guarantee else "certified upper bound"
-    relation = RELATIONS.get(c.neighbouring, c.neighbouring)
     parts = [
-        f"Privacy statement for {subject}. What is protected: each individual example (example-level differential "
-        f"privacy) under the {c.neighbouring} relation: {relation}.",
+        f"Privacy statement for {subject}. What is protected: {_protected(c)}.",
         f"Guarantee: ({answer.epsilon:.4g}, {answer.delta:.3g})-differential privacy, that is ε = {answer.epsilon:.4g} "
         f"at δ = {answer.delta:.3g}, from the {answer.accountant} accountant ({guarantee}).",
         f"Coverage: {c.steps} steps ({c.step_rule}); released: {c.released}. ε does not decrease with the number of "
@@ -53,6 +51,26 @@ def privacy_statement(answer: Answer, subject: str) -> str:
     if answer.warnings:
         parts.append("Caveats: " + "; ".join(answer.warnings) + ".")
     return " ".join(parts)
+
+
+def _protected(c: Conventions) -> str:
+    """Who the guarantee protects, under which relation."""
+    relation = RELATIONS.get(c.neighbouring, c.neighbouring)
+    if c.protects == "example":
+        return (
+            f"each individual example (example-level differential privacy) under the {c.neighbouring} relation: "
+            f"{relation}"
+        )
+    relation = relation.replace("one example", "one user's examples" if c.examples_per_user > 1 else "one user")
+    if c.examples_per_user > 1:
+        return (
+            f"each user with at most {c.examples_per_user} examples (user-level differential privacy, per user, at "
+            f"most {c.examples_per_user} examples) under the {c.neighbouring} relation: {relation}"
+        )
+    return (
+        f"each user (user-level differential privacy: each record is one user, whose whole contribution is clipped "
+        f"as one) under the {c.neighbouring} relation: {relation}"
+    )
 
 
 def _noise(noise: Noise) -> str:

@@ -26,6 +26,7 @@ from .errors import CalibrationError, ParameterError
 from .events import (
     BoundedRangeEvent,
     DpEvent,
+    MixtureOfGaussiansEvent,
     SampledWithoutReplacementEvent,
     TruncatedPoissonSampledEvent,
     leaves,
@@ -55,6 +56,9 @@ READING_NOTES: dict[type[DpEvent], str] = {
     "pair at m/n and its reverse, Balle, Barthe & Gaboardi 2018)",
     TruncatedPoissonSampledEvent: "truncated Poisson sampling read as the mixture, coin revealed, of the plain and "
     "the cut batch (arXiv 2508.15089)",
+    MixtureOfGaussiansEvent: "mixtures of Gaussians read as their own output laws, N(0, z²) against the mixture of "
+    "shifted Gaussians, remove and add (exact; Choquette-Choo, Ganesh, Steinke & Thakurta 2024, Cor. 4.7 for vector "
+    "releases)",
 }
 """What a method sentence adds for releases read through more than their own pair (:mod:`accountants.pld.reading`)."""
 

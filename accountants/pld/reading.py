@@ -6,6 +6,9 @@ event                                                  pair(s) (:mod:`~accountan
 =====================================================  ==============================================================
 ``GaussianEvent(z)``                                   N(1/z, 1) vs N(0, 1); the tree's Gaussians are merged into one
 ``LaplaceEvent(b)``                                    Lap(1, b) vs Lap(0, b)
+``MixtureOfGaussiansEvent(z, s, p)``                    add/remove only: Σ pᵢN(sᵢ/z, 1) vs N(0, 1), remove and add
+                                                       (:mod:`~accountants.pld.mixture`; shifts {0, s}: the Poisson
+                                                       pair itself)
 ``RandomizedResponseEvent(p, k)``                      the k-ary output laws (exact)
 ``PureDpEvent(ε)``                                     randomized response with ε (the worst ε-DP release)
 ``BoundedRangeEvent(η, ε)``                            its run's blocks: the pair of 64 adaptive steps of the class
@@ -43,6 +46,7 @@ from ..events import (
     DpEvent,
     GaussianEvent,
     LaplaceEvent,
+    MixtureOfGaussiansEvent,
     PoissonSampledEvent,
     PureDpEvent,
     RandomAllocationEvent,
@@ -56,6 +60,7 @@ from ..events import (
 from ..rdp import Neighbouring, UnsupportedEventError
 from .allocation import AllocationPair, allocation_pairs
 from .bounded_range import bounded_range_leaves
+from .mixture import mixture_pair
 from .pairs import BasePair, DominatingPair, GaussianPair, LaplacePair, pure_pair, randomized_response_pair
 from .sampled import (
     MixturePair,
@@ -108,6 +113,8 @@ def _leaves(
         yield count, GaussianPair(1.0 / event.noise_multiplier)
     elif isinstance(event, LaplaceEvent):
         yield count, LaplacePair(event.noise_multiplier)
+    elif isinstance(event, MixtureOfGaussiansEvent):
+        yield count, _mixture(event, neighbouring)
     elif isinstance(event, RandomizedResponseEvent | PureDpEvent | BoundedRangeEvent) and event.epsilon == 0.0:
         return  # nothing about the record is released (p = 1, ε = 0 or range 0)
     elif isinstance(event, RandomizedResponseEvent):
@@ -159,6 +166,42 @@ def _allocated(
     mu = _gaussian_tree_mu(event, event.event)
     for groups, pair in allocation_pairs(mu, event):
         yield count * groups, pair
+
+
+def _mixture(event: MixtureOfGaussiansEvent, neighbouring: Neighbouring) -> DominatingPair:
+    """A mixture with shifts {0, s} (or {s}) as the Poisson-sampled (or plain) Gaussian it is, so both readings give
+    the same number; else the pair of each direction (:mod:`~accountants.pld.mixture`)."""
+    if neighbouring != "add-remove":
+        raise UnsupportedEventError(
+            event,
+            "a mixture of Gaussians is the law of adding or removing a record (or a user) whose sensitivity is "
+            "random: it is accounted under add/remove neighbours only",
+            "PLD",
+        )
+    poisson = event.poisson_form()
+    if poisson is not None:
+        rate, multiplier = poisson
+        gaussian = GaussianPair(1.0 / multiplier)
+        return gaussian if rate == 1.0 else _SampledPair(gaussian, rate)
+    return _MixturePair(*event.components())
+
+
+@dataclass(frozen=True)
+class _MixturePair(DominatingPair):
+    """A mixture of Gaussians before the direction is chosen (add/remove)."""
+
+    shifts: tuple[float, ...]
+    weights: tuple[float, ...]
+    symmetric = False
+
+    def directed(self, add: bool) -> DominatingPair:
+        return mixture_pair(self.shifts, self.weights, add)
+
+    def survival(self, losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.directed(add=False).survival(losses)
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        return self.directed(add=False).loss_range(tail)
 
 
 def _truncated(event: TruncatedPoissonSampledEvent, neighbouring: Neighbouring) -> DominatingPair:
@@ -225,14 +268,14 @@ class _TruncatedPair(DominatingPair):
 
 
 def _as_remove(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair | AllocationPair):
+    if isinstance(pair, _TruncatedPair | AllocationPair | _MixturePair):
         return pair.directed(add=False)
     assert isinstance(pair, _SampledPair)
     return PoissonRemovePair(pair.base, pair.sampling_rate)
 
 
 def _as_add(pair: DominatingPair) -> DominatingPair:
-    if isinstance(pair, _TruncatedPair | AllocationPair):
+    if isinstance(pair, _TruncatedPair | AllocationPair | _MixturePair):
         return pair.directed(add=True)
     assert isinstance(pair, _SampledPair)
     return PoissonAddPair(pair.base, pair.sampling_rate)

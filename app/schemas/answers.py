@@ -3,7 +3,7 @@ field (built from the report objects, ``from_attributes``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -91,6 +91,21 @@ class ConventionsOut(Out):
         description="Definition of the noise multiplier used.", examples=["noise_multiplier = noise std / sensitivity"]
     )
     released: str = Field(description="Which iterates the analysis assumes released.", examples=["every iterate"])
+    protects: Literal["example", "user"] = Field(
+        description="The unit of privacy: one example (record), or one user (a record that is a user, or all of a "
+        "user's examples).",
+        examples=["example"],
+    )
+    examples_per_user: int = Field(
+        description="Under user-level privacy, the most examples of one user the guarantee covers (1: each record is "
+        "the user, or example-level).",
+        examples=[1],
+    )
+    sampling_rate: float | None = Field(
+        description="The sampling rate q of one optimizer step (from the effective batch: gradient accumulation "
+        "included), where the sampling has one.",
+        examples=[0.004266666666666667],
+    )
 
 
 class AssumptionOut(Out):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, WithJsonSchema
 
 from accountants import registry
-from accountants.events import FieldKind, Syntax, SyntaxField
+from accountants.events import MAX_MIXTURE_COMPONENTS, FieldKind, Syntax, SyntaxField
 from accountants.pipeline import ACCOUNTANTS, MAX_DEPTH, MAX_NODES, MAX_RELEASES, node_syntax
 
 from .common import Strict
@@ -27,6 +27,8 @@ def _field_schema(field: SyntaxField) -> dict[str, Any]:
         return _EVENT_REF
     if field.kind is FieldKind.EVENTS:
         return {"type": "array", "items": _EVENT_REF}
+    if field.kind is FieldKind.NUMBERS:
+        return {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": MAX_MIXTURE_COMPONENTS}
     if field.kind is FieldKind.INTEGER and field.minimum is not None:
         return {"type": "integer", "minimum": field.minimum}
     return {"type": field.kind.value}

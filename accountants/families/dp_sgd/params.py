@@ -12,6 +12,8 @@ from ...params import ParamsModel, noise_given_twice, noise_multiplier_param, pa
 ALGORITHM_ID = "dp-sgd"
 
 MAX_COUNT = 10**12
+MAX_EXAMPLES_PER_USER = 1000
+"""Most examples per user (a mixture of Gaussians of up to 1,001 components per step)."""
 
 Sampler = Literal["poisson", "fixed-size", "shuffle", "balls-in-bins", "truncated-poisson"]
 Framework = Literal["opacus", "tensorflow_privacy", "jax_privacy"]
@@ -76,6 +78,26 @@ class DpSgdParams(ParamsModel):
     neighbouring: Literal["add-remove", "replace-one"] = param(example="add-remove", default="add-remove")
     """Neighbouring datasets: add-remove (one record added or removed) or replace-one (one record replaced; the
     sensitivity of the clipped sum is then 2·clip_norm). Also accepted under the US spelling `neighboring`."""
+    examples_per_user: int = param(symbol="K", unit="examples", example=1, default=1, ge=1, le=MAX_EXAMPLES_PER_USER)
+    """User-level privacy: the ε protects every user who contributes at most this many examples (each clipped on its
+    own). Under Poisson sampling each step holds Binomial(K, q) of the user's examples, moving the sum by that count
+    times the sensitivity: a mixture of Gaussians per step (exact; Ganesh 2024, arXiv 2401.10294). Shuffle, and
+    balls-in-bins under replace-one: one Gaussian at K times the sensitivity per epoch; balls-in-bins under
+    add-remove: K random allocations at noise z/√K each (the noise split among the user's examples); fixed-size: one
+    Gaussian at min(K, b) times the sensitivity per step (no amplification). Default 1: per example."""
+    sampling_unit: Literal["example", "user"] = param(example="example", default="example")
+    """What the loader samples: example (records are examples), or user (records are users: dataset_size counts users,
+    batch_size users per batch, and each user's whole contribution is clipped to clip_norm as one record, so the ε
+    is per user). With user, examples_per_user must be 1."""
+    microbatch_size: int | None = param(symbol="m", unit="examples", example=1, default=None, ge=1, le=MAX_COUNT)
+    """Per-microbatch clipping: the mean gradient of each microbatch of this many examples is clipped to clip_norm
+    (TF-Privacy's num_microbatches = batch/m). Above 1, adding or removing a record changes its microbatch's clipped
+    mean by up to 2·clip_norm: the add-remove sensitivity doubles (add-remove only; each record's microbatch is
+    assumed fixed by the record alone). Default: per-example clipping (m = 1)."""
+    gradient_accumulation_steps: int = param(symbol="a", unit="passes", example=1, default=1, ge=1, le=MAX_COUNT)
+    """Physical batches accumulated per optimizer step: batch_size is then the batch of one forward/backward pass,
+    the optimizer step's effective batch is a·batch_size (its sampling rate q = a·batch_size/dataset_size), and
+    steps (and epochs) count optimizer steps."""
 
     def check(self) -> list[FieldIssue]:
         issues = []
@@ -83,15 +105,17 @@ class DpSgdParams(ParamsModel):
             issues.append(
                 FieldIssue(("steps",), "give exactly one of steps and epochs", "exactly one of steps, epochs")
             )
-        if self.batch_size > self.dataset_size:
+        if self.effective_batch_size > self.dataset_size:
             issues.append(
                 FieldIssue(
                     ("batch_size",),
-                    "must not exceed dataset_size",
-                    f"an integer in [1, {self.dataset_size}]",
+                    "must not exceed dataset_size"
+                    + (" (with gradient_accumulation_steps: times it)" if self.gradient_accumulation_steps > 1 else ""),
+                    f"an integer in [1, {self.dataset_size // self.gradient_accumulation_steps}]",
                     self.batch_size,
                 )
             )
+        issues += _user_issues(self)
         issues += noise_given_twice(self.noise_multiplier, self.noise_std)
         if self.sampling == "fixed-size" and self.neighbouring != "replace-one":
             issues.append(
@@ -136,27 +160,45 @@ class DpSgdParams(ParamsModel):
         return issues
 
     @property
+    def effective_batch_size(self) -> int:
+        """The optimizer step's batch: a·b with gradient accumulation, else b."""
+        return self.batch_size * self.gradient_accumulation_steps
+
+    @property
     def full_batch(self) -> bool:
         """Every record in every batch (b = n, no cap): each step is a plain Gaussian release."""
-        return self.batch_size == self.dataset_size and self.sampling != "truncated-poisson"
+        return self.effective_batch_size == self.dataset_size and self.sampling != "truncated-poisson"
 
     @property
     def sampling_rate(self) -> float:
-        """q = b/n, or opacus's 1/⌈n/b⌉ (:attr:`framework`)."""
+        """q = b/n (b the effective batch), or opacus's 1/⌈n/b⌉ (:attr:`framework`)."""
         if self.framework == "opacus":
-            return 1.0 / math.ceil(self.dataset_size / self.batch_size)
-        return self.batch_size / self.dataset_size
+            return 1.0 / math.ceil(self.dataset_size / self.effective_batch_size)
+        return self.effective_batch_size / self.dataset_size
 
     @property
     def steps_per_epoch(self) -> Fraction:
-        """n/b, or opacus's len(data_loader) = ⌈n/b⌉ (:attr:`framework`)."""
+        """n/b (b the effective batch), or opacus's len(data_loader) = ⌈n/b⌉ (:attr:`framework`)."""
         if self.framework == "opacus":
-            return Fraction(-(-self.dataset_size // self.batch_size))
-        return Fraction(self.dataset_size, self.batch_size)
+            return Fraction(-(-self.dataset_size // self.effective_batch_size))
+        return Fraction(self.dataset_size, self.effective_batch_size)
+
+    @property
+    def microbatched(self) -> bool:
+        """Per-microbatch clipping of microbatches of more than one example."""
+        return self.microbatch_size is not None and self.microbatch_size > 1
 
     @property
     def sensitivity(self) -> float:
-        return self.clip_norm * (2.0 if self.neighbouring == "replace-one" else 1.0)
+        """One record's sensitivity of the clipped sum: C under add-remove (2C with microbatches of more than one
+        example), 2C under replace-one."""
+        doubled = self.neighbouring == "replace-one" or self.microbatched
+        return self.clip_norm * (2.0 if doubled else 1.0)
+
+    @property
+    def per_user(self) -> bool:
+        """Whether the ε is per user (user sampling, or more than one example per user)."""
+        return self.sampling_unit == "user" or self.examples_per_user > 1
 
 
 def epochs_round_down(p: DpSgdParams) -> bool:
@@ -170,21 +212,21 @@ def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
     if p.framework == "opacus":  # int(epochs / sample_rate): whole passes over its len(data_loader) batches
         steps = math.floor(Fraction(repr(p.epochs)) * p.steps_per_epoch)
         return steps, (
-            f"steps = epochs·len(data_loader) = epochs·⌈dataset_size/batch_size⌉ = {p.epochs:g}·{p.steps_per_epoch} "
-            f"= {steps} (opacus)"
+            f"steps = epochs·len(data_loader) = epochs·⌈dataset_size/{_batch_name(p)}⌉ = "
+            f"{p.epochs:g}·{p.steps_per_epoch} = {steps} (opacus)"
         )
     if p.framework == "tensorflow_privacy":  # its own float arithmetic: ceil(num_epochs / q), q = b/n
-        steps = math.ceil(p.epochs / (p.batch_size / p.dataset_size))
+        steps = math.ceil(p.epochs / (p.effective_batch_size / p.dataset_size))
         return steps, (
-            f"steps = ceil(epochs/q), q = batch_size/dataset_size, in floating point = ceil({p.epochs:g}/"
-            f"({p.batch_size}/{p.dataset_size})) = {steps} (tensorflow_privacy)"
+            f"steps = ceil(epochs/q), q = {_batch_name(p)}/dataset_size, in floating point = ceil({p.epochs:g}/"
+            f"({p.effective_batch_size}/{p.dataset_size})) = {steps} (tensorflow_privacy)"
         )
     rounding = "floor" if epochs_round_down(p) else "ceil"
     exact = Fraction(repr(p.epochs)) * p.steps_per_epoch
     steps = math.floor(exact) if rounding == "floor" else math.ceil(exact)
     rule = (
-        f"steps = {rounding}(epochs·dataset_size/batch_size) = {rounding}({p.epochs:g}·{p.dataset_size}/"
-        f"{p.batch_size}) = {steps}"
+        f"steps = {rounding}(epochs·dataset_size/{_batch_name(p)}) = {rounding}({p.epochs:g}·{p.dataset_size}/"
+        f"{p.effective_batch_size}) = {steps}"
     )
     if p.framework == "jax_privacy":
         rule += " (jax_privacy counts updates, num_updates: epochs converted as TF-Privacy does)"
@@ -264,9 +306,60 @@ def _framework_issues(p: DpSgdParams) -> list[FieldIssue]:
 
 
 def batches_per_epoch(p: DpSgdParams) -> int:
-    """⌊n/b⌋ (at least 1): the fewest batches an epoch of a shuffling or balls-in-bins loader has (a loader that keeps
-    the last partial batch has ⌈n/b⌉), so ⌈t/⌊n/b⌋⌉ bounds the epochs begun within t steps for either loader."""
-    return max(1, p.dataset_size // p.batch_size)
+    """⌊n/b⌋ (at least 1; b the effective batch): the fewest batches an epoch of a shuffling or balls-in-bins loader
+    has (a loader that keeps the last partial batch has ⌈n/b⌉), so ⌈t/⌊n/b⌋⌉ bounds the epochs begun within t steps
+    for either loader."""
+    return max(1, p.dataset_size // p.effective_batch_size)
+
+
+def _batch_name(p: DpSgdParams) -> str:
+    """How the conventions name the batch of an optimizer step."""
+    return "(gradient_accumulation_steps·batch_size)" if p.gradient_accumulation_steps > 1 else "batch_size"
+
+
+def _user_issues(p: DpSgdParams) -> list[FieldIssue]:
+    """examples_per_user > 1 needs example sampling and a loader it is derived for; microbatches need add-remove."""
+    issues = []
+    if p.examples_per_user > 1 and p.sampling_unit == "user":
+        issues.append(
+            FieldIssue(
+                ("examples_per_user",),
+                "must be 1 with sampling_unit='user' (each record is then a user, clipped as one)",
+                "1 with sampling_unit='user'",
+                p.examples_per_user,
+            )
+        )
+    if p.examples_per_user > 1 and p.sampling == "truncated-poisson":
+        issues.append(
+            FieldIssue(
+                ("examples_per_user",),
+                "is not derived for truncated-poisson batches (the cut couples a user's examples): use sampling="
+                "'poisson', 'shuffle', 'balls-in-bins' or 'fixed-size'",
+                "1 with sampling='truncated-poisson'",
+                p.examples_per_user,
+            )
+        )
+    if p.examples_per_user > 1 and p.sampling == "poisson" and p.neighbouring != "add-remove":
+        issues.append(
+            FieldIssue(
+                ("examples_per_user",),
+                "under Poisson sampling a user's examples are accounted as a mixture of Gaussians, which is stated "
+                "for adding or removing the user: use neighbouring='add-remove'",
+                "1 with sampling='poisson' and neighbouring='replace-one'",
+                p.examples_per_user,
+            )
+        )
+    if p.microbatched and p.neighbouring != "add-remove":
+        issues.append(
+            FieldIssue(
+                ("microbatch_size",),
+                "microbatches of more than one example are accounted under add-remove neighbours only (where a "
+                "record changes one microbatch's clipped mean by up to 2·clip_norm)",
+                "1 (or omitted) with neighbouring='replace-one'",
+                p.microbatch_size,
+            )
+        )
+    return issues
 
 
 def participations(p: DpSgdParams, steps: int) -> int:

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+from scipy import stats
+
 from ...events import (
     DpEvent,
     GaussianEvent,
+    MixtureOfGaussiansEvent,
     PoissonSampledEvent,
     RandomAllocationEvent,
     SampledWithoutReplacementEvent,
@@ -32,6 +36,8 @@ from .params import (
 
 def mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
     """The releases of ``steps`` steps at noise multiplier z (std over the relation's sensitivity)."""
+    if p.examples_per_user > 1:
+        return user_mechanism(p, z, steps)
     if allocated(p):
         return allocation(p, z, steps)
     if without_amplification(p):
@@ -45,10 +51,49 @@ def mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
         truncated = TruncatedPoissonSampledEvent(p.dataset_size, p.sampling_rate, p.max_batch_size, GaussianEvent(z))
         return SelfComposedEvent(truncated, steps)
     if p.sampling == "fixed-size":
-        return SelfComposedEvent(SampledWithoutReplacementEvent(p.dataset_size, p.batch_size, GaussianEvent(z)), steps)
+        sample = SampledWithoutReplacementEvent(p.dataset_size, p.effective_batch_size, GaussianEvent(z))
+        return SelfComposedEvent(sample, steps)
     # the Poisson event's multiplier is relative to the add/remove sensitivity C; under replace-one z is std/(2C)
     z_add_remove = 2.0 * z if p.neighbouring == "replace-one" else z
     return SelfComposedEvent(PoissonSampledEvent(p.sampling_rate, GaussianEvent(z_add_remove)), steps)
+
+
+def user_mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
+    """The releases about a user with at most K examples (each clipped on its own, so k of them in a batch move the
+    sum by at most k times the sensitivity):
+
+    * Poisson: each step holds Binomial(K, q) of the user's examples: a mixture of Gaussians with sensitivities
+      0…K (Ganesh 2024, arXiv 2401.10294; fewer examples are dominated: Binomial(k′, q) is stochastically smaller and
+      the mixture grows with its shifts); all examples in every batch (q = 1): a Gaussian at K times the sensitivity;
+    * shuffle (and balls-in-bins under replace-one), no amplification claimed: an epoch's batches hold kⱼ of the
+      user's examples with Σkⱼ ≤ K, so their joint release has L2 sensitivity (Σkⱼ²)^½ ≤ K: a Gaussian at z/K per
+      epoch begun, whatever the permutation;
+    * balls-in-bins under add-remove: each step's noise N(0, σ²) is the sum of K independent N(0, σ²/K), one per
+      example of the user; example k with its share is a random allocation at multiplier z/√K, independent of the
+      others given the data, and the released sums are a post-processing of the K of them — K compositions;
+    * fixed-size (replace-one), no amplification claimed: at most min(K, b) of the user's examples in a batch, a
+      Gaussian at z/min(K, b) per step."""
+    k = p.examples_per_user
+    if allocated(p):
+        epochs = participations(p, steps)
+        shared = z / k**0.5
+        if p.bins == "persistent":
+            one = RandomAllocationEvent(batches_per_epoch(p), p.num_selected, GaussianEvent(shared / epochs**0.5))
+            return SelfComposedEvent(one, k)
+        return SelfComposedEvent(
+            RandomAllocationEvent(batches_per_epoch(p), p.num_selected, GaussianEvent(shared)), k * epochs
+        )
+    if without_amplification(p):
+        return SelfComposedEvent(GaussianEvent(z / k), participations(p, steps))
+    if p.sampling == "fixed-size":
+        return SelfComposedEvent(GaussianEvent(z / min(k, p.effective_batch_size)), steps)
+    if p.full_batch:
+        return SelfComposedEvent(GaussianEvent(z / k), steps)
+    counts = np.arange(k + 1)
+    mixture = MixtureOfGaussiansEvent(
+        z, tuple(map(float, counts)), tuple(map(float, stats.binom.pmf(counts, k, p.sampling_rate)))
+    )
+    return SelfComposedEvent(mixture, steps)
 
 
 def allocation(p: DpSgdParams, z: float, steps: int) -> DpEvent:
@@ -66,6 +111,8 @@ def allocation(p: DpSgdParams, z: float, steps: int) -> DpEvent:
 
 
 def rdp_method(p: DpSgdParams) -> str:
+    if p.examples_per_user > 1:
+        return _user_method(p)
     if allocated(p):
         mechanism = (
             "random allocation (balls in bins): both directions of each one-of-⌊n/b⌋ allocation, certified from above "
@@ -86,6 +133,24 @@ def rdp_method(p: DpSgdParams) -> str:
         mechanism = "Poisson-subsampled Gaussian via the weak triangle inequality (Mironov 2017, Prop. 11)"
     else:
         mechanism = "Poisson-subsampled Gaussian, Mironov–Talwar–Zhang 2019 (exact, signed fractional series)"
+    return f"RDP of the {mechanism}, composed over the steps; improved conversion (Balle et al. 2020, Thm. 21)"
+
+
+def _user_method(p: DpSgdParams) -> str:
+    k = p.examples_per_user
+    if allocated(p):
+        mechanism = f"{k} random allocations per epoch at z/√{k} (the noise split among the user's examples)"
+    elif without_amplification(p):
+        mechanism = f"Gaussian mechanism at K = {k} times the sensitivity per epoch begun (no amplification claimed)"
+    elif p.sampling == "fixed-size":
+        mechanism = f"Gaussian mechanism at min(K, b) = {min(k, p.effective_batch_size)} times the sensitivity per step"
+    elif p.full_batch:
+        mechanism = f"Gaussian mechanism at K = {k} times the sensitivity per step"
+    else:
+        mechanism = (
+            f"mixture of Gaussians per step (Binomial({k}, q) of the user's examples sampled), both directions, "
+            "certified from above by closed-form pieces"
+        )
     return f"RDP of the {mechanism}, composed over the steps; improved conversion (Balle et al. 2020, Thm. 21)"
 
 
