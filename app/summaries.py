@@ -25,6 +25,10 @@ def summary(command: str, answer: Any) -> str:
         std = "n/a" if noise.noise_std is None else f"{noise.noise_std:.7g}"
         lines.append(f"  noise: multiplier {noise.noise_multiplier:.7g}, std {std} ({noise.sensitivity_rule})")
     c = answer.conventions
+    protects = getattr(c, "protects", "example")  # (an older server's answer has no unit)
+    if protects == "user":
+        most = getattr(c, "examples_per_user", 1)
+        lines.append(f"  protects: each user{f' with at most {most} examples' if most > 1 else ''} (user-level)")
     lines.append(f"  conventions: {c.neighbouring}; {c.step_rule}; {c.released} released")
     lines.append(f"  sampling assumed: {c.sampling}")  # the most common mistake: a loader that samples otherwise
     for r in answer.releases:

@@ -161,3 +161,20 @@ def test_the_statement_says_per_user() -> None:
     unit = DP_SGD.privacy({**SMALL, "sampling_unit": "user"}, DELTA, accountant="rdp", statement=True)
     assert unit.statement is not None and "each user (user-level" in unit.statement
     assert unit.epsilon == DP_SGD.privacy(SMALL, DELTA, accountant="rdp").epsilon  # a user is a record
+
+
+@pytest.mark.slow
+def test_the_readme_per_user_example_is_the_current_answer() -> None:
+    """README "Privacy per user": the calibrated noise and the statement it prints are the library's answers."""
+    from ..support.server import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Privacy per user", 1)[1].split("\n## ", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0].strip()
+    params = {"dataset_size": 60000, "batch_size": 256, "epochs": 60, "examples_per_user": 5}
+    calibrated = DP_SGD.calibrate(params, 3.0, DELTA)
+    assert f"{calibrated.noise_multiplier:.6g}" == "3.60311"
+    rdp = next(r for r in calibrated.accountants if r.name == "rdp")
+    assert rdp.noise_multiplier is not None and f"{rdp.noise_multiplier:.4g}" == "3.861"
+    statement = DP_SGD.privacy({**params, "noise_multiplier": 3.60311}, DELTA, statement=True).statement
+    assert statement == shown

@@ -161,7 +161,7 @@ def _loader(p: DpSgdParams, steps: int) -> dict[str, Any]:
     otherwise the canary's inclusion probability per step (q; for truncated Poisson q(1 − p) + p·q′, its chance to
     survive the cut)."""
     if p.sampling in WITHOUT_AMPLIFICATION:
-        slots = batches_per_epoch(p) if p.sampling == "balls-in-bins" else -(-p.dataset_size // p.batch_size)
+        slots = batches_per_epoch(p) if p.sampling == "balls-in-bins" else -(-p.dataset_size // p.effective_batch_size)
         epochs = participations(p, steps)
         last = max(1, min(slots, steps - (epochs - 1) * slots))
         return {
