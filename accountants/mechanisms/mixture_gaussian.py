@@ -36,6 +36,7 @@ averaged. The curve is the smaller of the bound and the cap at every order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -172,7 +173,7 @@ class _Mixture:
         return np.asarray(np.logaddexp(inside, np.logaddexp(left, right)))
 
 
-def _refined(cells, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _refined(cells: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """log Σ over [lo, hi] (per order) of the cell bounds ``cells(edges)``: a coarse pass, then :data:`FINE_CELLS`
     over the hull of the coarse cells within e^{−KEPT} of the largest; coarse cells outside it as they are."""
     steps = np.linspace(0.0, 1.0, COARSE_CELLS + 1)
