@@ -87,15 +87,18 @@ def _remembered(shifts: tuple[float, ...], weights: tuple[float, ...], orders: b
 
 def _loose_middles(anchors: np.ndarray, moment: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     """The middles of the anchor intervals holding a requested order where the chord may exceed the convex log-moment
-    by more than :data:`CHORD_RTOL` of it: between anchors i and i + 1 the function is above the lines of the
-    neighbouring secants (their slopes bracket its derivative there), so the chord's excess is at most the gap between
-    the chord and the larger of those lines at their crossing."""
+    by more than :data:`CHORD_RTOL` of it: between anchors i and i + 1 the function is above the lines through its ends
+    with the neighbouring secants' slopes (they bracket its derivative there), so the chord's excess is at most the gap
+    between the chord and the larger of those lines at their crossing."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slopes = np.diff(moment) / np.diff(anchors)
-        left = np.concatenate(([slopes[0]], slopes[:-1]))  # the secant before each interval
-        right = np.concatenate((slopes[1:], [slopes[-1]]))  # and after it
+        # the secant before each interval (before the first, 0: the log-moments are non-decreasing from α = 1) and
+        # after it (after the last, none: the line's crossing is then the interval's end)
+        left = np.concatenate(([0.0], slopes[:-1]))
+        right = np.concatenate((slopes[1:], [np.inf]))
         lo, hi, f_lo, f_hi = anchors[:-1], anchors[1:], moment[:-1], moment[1:]
-        cross = np.clip((f_hi - f_lo + left * lo - right * hi) / (left - right), lo, hi)
+        crossing = (f_hi - f_lo + left * lo - right * hi) / (left - right)
+        cross = np.where(np.isinf(right), hi, np.clip(crossing, lo, hi))
         floor = f_lo + left * (cross - lo)
         chord = f_lo + slopes * (cross - lo)
         excess = np.nan_to_num(chord - floor, nan=np.inf)
