@@ -70,7 +70,9 @@ def user_mechanism(p: DpSgdParams, z: float, steps: int) -> DpEvent:
       epoch begun, whatever the permutation;
     * balls-in-bins under add-remove: each step's noise N(0, σ²) is the sum of K independent N(0, σ²/K), one per
       example of the user; example k with its share is a random allocation at multiplier z/√K, independent of the
-      others given the data, and the released sums are a post-processing of the K of them — K compositions;
+      others given the data, and the released sums are a post-processing of the K of them — K compositions (their
+      steps interleave adaptively: concurrent composition, which for f-DP equals sequential composition; Vadhan &
+      Zhang 2023, "Concurrent composition theorems for differential privacy", STOC);
     * fixed-size (replace-one), no amplification claimed: at most min(K, b) of the user's examples in a batch, a
       Gaussian at z/min(K, b) per step."""
     k = p.examples_per_user
