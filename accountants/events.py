@@ -266,6 +266,8 @@ class RandomAllocationEvent(DpEvent):
 
 MAX_MIXTURE_COMPONENTS = 1001
 """Most components of one mixture of Gaussians (a user with up to 1,000 examples, and none)."""
+MAX_MIXTURE_SHIFT = 1e100
+"""Largest sensitivity of a mixture in noise standard deviations (its square must stay far inside the float range)."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,24 @@ class MixtureOfGaussiansEvent(DpEvent):
                 "must give a positive sensitivity positive probability (else nothing is released)",
                 "some sensitivities[i] > 0 with probabilities[i] > 0",
                 list(sens),
+            )
+        smallest = min((x for x in sens if x > 0.0), default=1.0)
+        if not smallest / self.noise_multiplier >= 1.0 / MAX_MIXTURE_SHIFT:
+            raise ParameterError.single(
+                "sensitivities",
+                f"must be 0 or at least {1.0 / MAX_MIXTURE_SHIFT:g} times noise_multiplier (a smaller shift is lost "
+                "in the noise's floating point)",
+                f"0 or >= {1.0 / MAX_MIXTURE_SHIFT:g}·noise_multiplier",
+                smallest,
+            )
+        top = max(sens)
+        if not top / self.noise_multiplier <= MAX_MIXTURE_SHIFT:
+            raise ParameterError.single(
+                "sensitivities",
+                f"must be at most {MAX_MIXTURE_SHIFT:g} times noise_multiplier (a shift of more noise standard "
+                "deviations releases the record outright)",
+                f"<= {MAX_MIXTURE_SHIFT:g}·noise_multiplier",
+                top,
             )
         object.__setattr__(self, "sensitivities", sens)
         object.__setattr__(self, "probabilities", probs)

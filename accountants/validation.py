@@ -35,13 +35,15 @@ def positive(name: str, value: object) -> float:
 
 MIN_NOISE_MULTIPLIER = 1e-150
 """Below this, 1/z² overflows: the Gaussian carries no noise in floating point."""
+MAX_NOISE_MULTIPLIER = 1e150
+"""Above this, 1/z² underflows: the Gaussian releases nothing in floating point (and divisions by it fail)."""
 
 
 def noise_multiplier(name: str, value: object) -> float:
-    """A noise multiplier: finite and at least :data:`MIN_NOISE_MULTIPLIER`."""
-    allowed = f">= {MIN_NOISE_MULTIPLIER:g} (> 0) and finite"
+    """A noise multiplier: in [:data:`MIN_NOISE_MULTIPLIER`, :data:`MAX_NOISE_MULTIPLIER`]."""
+    allowed = f"in [{MIN_NOISE_MULTIPLIER:g}, {MAX_NOISE_MULTIPLIER:g}]"
     x = _as_real(name, value, allowed)
-    if not x >= MIN_NOISE_MULTIPLIER:
+    if not MIN_NOISE_MULTIPLIER <= x <= MAX_NOISE_MULTIPLIER:
         raise ParameterError.single(name, f"must be {allowed}", allowed, value)
     return x
 

@@ -216,3 +216,33 @@ def test_a_random_allocation_node_is_the_dp_sgd_balls_in_bins_answer(http):
     wrong = http.post("/v1/compose", json={"mechanism": allocation | {"num_selected": 101}, "delta": DELTA})
     assert wrong.status_code == 422
     assert wrong.json()["errors"][0]["loc"] == ["mechanism", "num_selected"]
+
+
+def test_user_level_over_http_is_the_mixture_node(http):
+    """dp-sgd with examples_per_user = 3 over /v1/privacy equals the composition of its per-step mixture of Gaussians
+    written as a /v1/compose tree; the conventions say who is protected and the effective q."""
+    from scipy import stats
+
+    params = {"dataset_size": 10000, "batch_size": 100, "steps": 500, "noise_multiplier": 2.0, "examples_per_user": 3}
+    own = http.post(
+        "/v1/privacy", json={"algorithm": "dp-sgd", "params": params, "delta": DELTA, "accountant": "tight"}
+    )
+    assert own.status_code == 200, own.text
+    body = own.json()
+    assert body["conventions"]["protects"] == "user" and body["conventions"]["examples_per_user"] == 3
+    assert body["conventions"]["sampling_rate"] == 0.01
+    mixture = {
+        "type": "mixture-of-gaussians",
+        "noise_multiplier": 2.0,
+        "sensitivities": [0.0, 1.0, 2.0, 3.0],
+        "probabilities": [float(p) for p in stats.binom.pmf(range(4), 3, 0.01)],
+    }
+    tree = {"type": "repeated", "count": 500, "mechanism": mixture}
+    composed = http.post("/v1/compose", json={"mechanism": tree, "delta": DELTA, "accountant": "tight"})
+    assert composed.status_code == 200, composed.text
+    assert composed.json()["epsilon"] == body["epsilon"]
+    bad = http.post(
+        "/v1/compose",
+        json={"mechanism": {**mixture, "probabilities": [0.5, 0.5]}, "delta": DELTA, "accountant": "tight"},
+    )
+    assert bad.status_code == 422 and "probabilities" in bad.text

@@ -206,3 +206,9 @@ def test_compose_names_the_bad_field_of_the_node() -> None:
     with pytest.raises(ParameterError) as caught:
         privacy(Composition(bad, 1e-5, "tight"))
     assert caught.value.issues[0].field == "mechanism.mechanism.probabilities.1"
+
+
+def test_a_shift_beyond_1e100_noise_deviations_is_refused() -> None:
+    with pytest.raises(ParameterError) as caught:
+        MixtureOfGaussiansEvent(1e-150, (0.0, 1e300), (0.5, 0.5))
+    assert caught.value.issues[0].field == "sensitivities"
