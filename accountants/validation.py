@@ -41,7 +41,7 @@ MAX_NOISE_MULTIPLIER = 1e150
 
 def noise_multiplier(name: str, value: object) -> float:
     """A noise multiplier: in [:data:`MIN_NOISE_MULTIPLIER`, :data:`MAX_NOISE_MULTIPLIER`]."""
-    allowed = f"in [{MIN_NOISE_MULTIPLIER:g}, {MAX_NOISE_MULTIPLIER:g}]"
+    allowed = f"> 0, finite, in [{MIN_NOISE_MULTIPLIER:g}, {MAX_NOISE_MULTIPLIER:g}]"
     x = _as_real(name, value, allowed)
     if not MIN_NOISE_MULTIPLIER <= x <= MAX_NOISE_MULTIPLIER:
         raise ParameterError.single(name, f"must be {allowed}", allowed, value)

@@ -38,7 +38,9 @@ def test_the_readme_balls_in_bins_example(http):
     answer = http.post("/v1/privacy", json={"algorithm": "dp-sgd", "params": params, "delta": 1e-5}).json()
     tight = next(a for a in answer["accountants"] if a["name"] == "tight")
     assert answer["accountant"] == "tight" and f"{answer['epsilon']:.5g}" == "2.3409"
-    assert f"{tight['epsilon_lower']:.5g}" == "2.3392"
+    # the lower bound's last digit moves across machines (2.33925 here, 2.33931 there: its bracketed laws' bisections
+    # and FFTs round with the CPU's kernels), well inside its own certified gap to the upper bound
+    assert tight["epsilon_lower"] == pytest.approx(2.3392, abs=2e-4) and tight["epsilon_lower"] <= answer["epsilon"]
     poisson = http.post(
         "/v1/privacy", json={"algorithm": "dp-sgd", "params": params | {"sampling": "poisson"}, "delta": 1e-5}
     ).json()

@@ -173,3 +173,10 @@ def test_errors_name_the_first_fifty_issues_and_count_the_rest(tmp_path):
         errors = http.post("/v1/privacy", json=body).json()["errors"]
     assert len(errors) == 51 and errors[0]["loc"] == ["orders", 0]
     assert errors[-1]["message"] == "150 more issues not listed (the first 50 are)"
+
+
+def test_a_noise_multiplier_whose_inverse_square_underflows_is_refused():
+    """Above 1e150, 1/z² underflows to 0: a Poisson-sampled Gaussian at z = 1e200 divided by zero before."""
+    with pytest.raises(ValueError, match=r"noise_multiplier.*1e\+150"):
+        PoissonSampledEvent(0.5, GaussianEvent(1e151))
+    assert GaussianEvent(1e150).noise_multiplier == 1e150
