@@ -291,6 +291,12 @@ class MixtureOfGaussiansEvent(DpEvent):
     sensitivities: tuple[float, ...]
     probabilities: tuple[float, ...]
 
+    RELATION: ClassVar[str] = (
+        "a mixture of Gaussians is the law of adding or removing a record (or a user) whose sensitivity is random: "
+        "it is accounted under add/remove neighbours only"
+    )
+    """Why every accountant refuses it under replace-one (one sentence, said by each)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check.noise_multiplier("noise_multiplier", self.noise_multiplier))
         sens = _numbers("sensitivities", self.sensitivities, check.non_negative)

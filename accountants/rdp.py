@@ -232,11 +232,7 @@ class RdpAccountant:
         """Shifts {0, s} (or {s}): the Poisson-sampled (or plain) Gaussian it is, exactly as that event; otherwise
         the certified curve of :mod:`~accountants.mechanisms.mixture_gaussian` (both directions)."""
         if self.neighbouring != "add-remove":
-            raise UnsupportedEventError(
-                event,
-                "a mixture of Gaussians is the law of adding or removing a record (or a user) whose sensitivity is "
-                "random: it is accounted under add/remove neighbours only",
-            )
+            raise UnsupportedEventError(event, MixtureOfGaussiansEvent.RELATION)
         poisson = event.poisson_form()
         if poisson is not None:
             q, z = poisson

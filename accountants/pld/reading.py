@@ -172,12 +172,7 @@ def _mixture(event: MixtureOfGaussiansEvent, neighbouring: Neighbouring) -> Domi
     """A mixture with shifts {0, s} (or {s}) as the Poisson-sampled (or plain) Gaussian it is, so both readings give
     the same number; else the pair of each direction (:mod:`~accountants.pld.mixture`)."""
     if neighbouring != "add-remove":
-        raise UnsupportedEventError(
-            event,
-            "a mixture of Gaussians is the law of adding or removing a record (or a user) whose sensitivity is "
-            "random: it is accounted under add/remove neighbours only",
-            "PLD",
-        )
+        raise UnsupportedEventError(event, MixtureOfGaussiansEvent.RELATION, "PLD")
     poisson = event.poisson_form()
     if poisson is not None:
         rate, multiplier = poisson
