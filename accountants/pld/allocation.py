@@ -93,8 +93,8 @@ class AllocationPair(DominatingPair):
     @cached_property
     def _atoms(self) -> _Atoms:
         law = self.law
-        if law.lower is not None:
-            return _directed_atoms(on_grid(law.lower), self.add, 0.0)
+        if law.lower is not None:  # on the knots' spacing (:meth:`atoms`), however fine the lower chain's last stage
+            return _directed_atoms(on_grid(law.lower, law.upper.per_octave * LOWER_REFINEMENT), self.add, 0.0)
         return _directed_atoms(law.upper, self.add, law.infinity_add if self.add else law.infinity_remove)
 
     def directed(self, add: bool) -> AllocationPair:

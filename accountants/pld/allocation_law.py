@@ -442,18 +442,25 @@ def _upper_chain(mu: float, steps: int, per_octave: int) -> tuple[GeometricLaw, 
 LOWER_REFINEMENT = 2
 """The lower chain runs on grids this many times finer than the upper's (its grouping loses more than the upper's
 spreading adds, at the same grid)."""
+LAST_LOWER_REFINEMENT = 4
+"""Its last stage (before the final doubling) on grids this many times finer than the upper's: the finest stage
+carries most of the contraction (one more octave there narrowed the seeded brackets by up to a half, for a fifth to a
+half more time; the atoms that then fall between the accountant's knots are moved down onto them by the optimistic
+leaf, :func:`~accountants.pld.discrete.optimistic_leaf`)."""
 
 
 @lru_cache(maxsize=32)
 def _lower_chain(mu: float, steps: int, per_octave: int) -> GeometricLaw:
-    """X⁻: the upper chain's stages on grids :data:`LOWER_REFINEMENT` times finer, what is cut dropped."""
+    """X⁻: the upper chain's stages on grids :data:`LOWER_REFINEMENT` times finer (the last
+    :data:`LAST_LOWER_REFINEMENT` times), what is cut dropped."""
     grids = _upper_chain(mu, steps, per_octave)[3]
     per_octave = _base_octave(mu, per_octave, steps)
     bases = _Bases(mu, _base_range(mu, per_octave, steps))
 
     def stage(position: int, copies: int, count: int, law: GeometricLaw) -> GeometricLaw:
         law = _trimmed(law, copies)[0]
-        while law.per_octave < grids[position] * LOWER_REFINEMENT:
+        refinement = LAST_LOWER_REFINEMENT if position == len(grids) - 1 else LOWER_REFINEMENT
+        while law.per_octave < grids[position] * refinement:
             law = _refined(law)
         return law
 
@@ -500,24 +507,27 @@ def _combined(a: GeometricLaw, b: GeometricLaw, share: float, lower: bool) -> Ge
 # -- the lower law's atoms moved onto grid points ------------------------------------------------------------------
 
 
-def on_grid(law: GeometricLaw) -> GeometricLaw:
-    """A lower law whose atoms sit on grid points, still below X (a further contraction and a sub-measure): the atoms,
-    swept upwards by their means, are merged into groups whose mean is exactly a grid point; what is left at the top
-    (where the bins fall faster than the sweep can balance: the far tail) is dropped."""
-    if law.binned_moments is None:
+def on_grid(law: GeometricLaw, per_octave: int | None = None) -> GeometricLaw:
+    """A lower law whose atoms sit on grid points (``per_octave`` points per octave, by default its own), still below
+    X (a further contraction and a sub-measure): the atoms, swept upwards by their means, are merged into groups whose
+    mean is exactly a grid point; what is left at the top (where the bins fall faster than the sweep can balance: the
+    far tail) is dropped."""
+    per_octave = per_octave or law.per_octave
+    if law.binned_moments is None and per_octave == law.per_octave:
         return law
     keep = law.masses > 0.0
     atoms, masses = law.atoms[keep], law.masses[keep]
     order = np.argsort(atoms, kind="stable")
     atoms, masses = atoms[order], masses[order]
+    grid = math.log(2.0) / per_octave
     # the grid point at or above each atom (an atom's mean may lie outside its nominal bin)
-    above = np.ceil(np.log(atoms) / law.grid - 1e-9).astype(np.int64)
-    offset = int(min(above.min(), law.offset))
+    above = np.ceil(np.log(atoms) / grid - 1e-9).astype(np.int64)
+    offset = int(above.min())
     size = int(above.max()) - offset + 1
     out = np.zeros(size)
-    values = np.exp((offset + np.arange(size)) * law.grid)
+    values = np.exp((offset + np.arange(size)) * grid)
     _sweep(atoms, masses, above - offset, values, out)
-    return GeometricLaw(law.per_octave, offset, out)
+    return GeometricLaw(per_octave, offset, out)
 
 
 def _sweep(atoms: np.ndarray, masses: np.ndarray, targets: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
