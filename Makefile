@@ -38,8 +38,10 @@ openapi: $(VENV)/.installed
 ## bench: dpcal against dp_accounting, side by side (figures in the README)
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/calibration.py
+	$(BIN)/python benchmarks/rdp.py
 	$(BIN)/python benchmarks/pld.py
 	$(BIN)/python benchmarks/blas.py
+	$(BIN)/python benchmarks/http_calibration.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/jobs.py
 	$(BIN)/python benchmarks/cli.py

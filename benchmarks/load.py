@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -179,22 +180,18 @@ async def run(port: int, seconds: float, rate: float) -> None:
         await client.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--rate", type=float, default=200.0)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
+@contextlib.contextmanager
+def served(workers: int, max_heavy: int = 4) -> Iterator[int]:
+    """A dpcal server on a free loopback port (``workers`` processes, at most ``max_heavy`` heavy requests at once),
+    started, waited for and stopped; yields its port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     database = os.path.join(tempfile.mkdtemp(prefix="dpcal-bench-"), "jobs.sqlite3")
     env = {**os.environ, "DPCAL_LOG_LEVEL": "warning", "DPCAL_JOBS_DB": database, "DPCAL_JOB_WORKERS": "1"}
-    env["DPCAL_MAX_HEAVY"] = "4"  # the 4 background calibrations all run
+    env["DPCAL_MAX_HEAVY"] = str(max_heavy)
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(args.workers)],
-        cwd=ROOT,
-        env=env,
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)], cwd=ROOT, env=env
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -209,11 +206,22 @@ def main() -> None:
                 raise SystemExit("the server did not start")
             time.sleep(0.2)
         time.sleep(3.0)  # let the fork server and the job workers finish importing
-        print(f"dpcal at {url}, {args.workers} server process(es), {os.cpu_count()} cores; {args.seconds:g} s per rate")
-        asyncio.run(run(port, args.seconds, args.rate))
+        yield port
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    with served(args.workers) as port:  # the 4 background calibrations all run
+        processes = f"{args.workers} server process(es), {os.cpu_count()} cores"
+        print(f"dpcal on port {port}, {processes}; {args.seconds:g} s per rate")
+        asyncio.run(run(port, args.seconds, args.rate))
 
 
 if __name__ == "__main__":
