@@ -445,8 +445,8 @@ spreading adds, at the same grid)."""
 LAST_LOWER_REFINEMENT = 4
 """Its last stage (before the final doubling) on grids this many times finer than the upper's: the finest stage
 carries most of the contraction (one more octave there narrowed the seeded brackets by up to a half, for a fifth to a
-half more time; the atoms that then fall between the accountant's knots are moved down onto them by the optimistic
-leaf, :func:`~accountants.pld.discrete.optimistic_leaf`)."""
+half more time). The pair then merges the law's atoms onto the knots' spacing, twice finer than the upper law's
+(:func:`on_grid` with that spacing: a further contraction), so that they sit on the accountant's knots."""
 
 
 @lru_cache(maxsize=32)

@@ -60,18 +60,14 @@ def flood(client: httpx.Client, count: int) -> tuple[list[httpx.Response], list[
 
 
 FLOOD_SCRIPT = """
-import json, sys, threading
+import json, sys
 import httpx
-from tests.e2e.test_bounded_requests import composition
-url, count = sys.argv[1], int(sys.argv[2])
-statuses = []
-with httpx.Client(base_url=url, timeout=600) as client:
-    threads = [threading.Thread(target=lambda b=composition(seed): statuses.append(client.post("/v1/compose", json=b).status_code)) for seed in range(count)]
-    for thread in threads:
-        thread.start()
+from tests.e2e.test_bounded_requests import flood
+with httpx.Client(base_url=sys.argv[1], timeout=600) as client:
+    answers, threads = flood(client, int(sys.argv[2]))
     for thread in threads:
         thread.join()
-print(json.dumps(statuses))
+print(json.dumps([answer.status_code for answer in answers]))
 """
 """The flood of :func:`test_48_concurrent_rdp_compositions_leave_healthz_answering`, from a process of its own: 48
 client threads building and sending requests in the test's process would hold its GIL for about a second as the
