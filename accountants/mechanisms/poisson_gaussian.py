@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special
@@ -115,20 +116,45 @@ def _distinct_k(orders: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     """Each order with its own number of terms (a multiple of 8 at least 7 past the order, so an order's value
-    does not depend on the others evaluated with it), four times as many where the bracket is not yet narrow."""
+    does not depend on the others evaluated with it), four times as many where the bracket is not yet narrow; all
+    orders in one pass (:func:`_layout` aligns their terms)."""
     out = np.empty_like(alphas)
     # the Euler transform starts ≥ 7 terms past the order: enough for a 1e-10 bracket on every (q, z, α) tried
     # (α < 32, q from 1e-3 to 0.5, z from 0.5 to 3)
-    first = 8 * np.ceil((np.floor(alphas) + _EULER_DIFFERENCES + 8) / 8).astype(int)
-    for n_terms in np.unique(first).tolist():
-        pending = np.flatnonzero(first == n_terms)
-        while pending.size:
-            log_a, converged = _log_a_fractional(q, z, tuple(alphas[pending]), n_terms)
-            done = converged | (n_terms >= _FRACTIONAL_MAX_TERMS)
-            out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
-            pending = pending[~done]
-            n_terms *= 4
+    n_terms = 8 * np.ceil((np.floor(alphas) + _EULER_DIFFERENCES + 8) / 8).astype(int)
+    pending = np.arange(alphas.size)
+    while pending.size:
+        log_a, converged = _log_a_fractional(q, z, alphas[pending].tolist(), n_terms[pending].tolist())
+        done = converged | (n_terms[pending] >= _FRACTIONAL_MAX_TERMS)
+        out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
+        pending = pending[~done]
+        n_terms[pending] *= 4
     return np.asarray(np.maximum(out, 0.0))
+
+
+class _Layout(NamedTuple):
+    """The σ-independent parts of the fractional series for some orders, each with its own number of terms N,
+    right-aligned in rows of the largest N (W columns; column c holds term c − (W − N), the columns before the first
+    term are padding with log|C| = −∞, i.e. zero terms): the last :data:`_EULER_DIFFERENCES` + 1 columns are every
+    row's tail block. The padding is a multiple of 8 columns (every N is), so each row's sums take their terms in
+    the same groups and order as when the order is evaluated alone: its value is the same float (tested, for
+    lattices of orders and for unrelated ones)."""
+
+    alphas: np.ndarray
+    log_binom: np.ndarray
+    """log|C(α, i)| (−∞ in the padding)."""
+    sign: np.ndarray
+    near_index: np.ndarray | None
+    """Term i of each column (0 in the padding): where the left side's factor is read (None: no padding, term i in
+    column i)."""
+    far_points: np.ndarray
+    """Where the right side's factor is evaluated: α − i for every (order, term), or, for orders sharing fractional
+    parts, each fractional part plus the integers needed (see :func:`_far_side_points`)."""
+    far_index: np.ndarray | None
+    """Where each (order, column) reads its right side's factor in the values at ``far_points`` (None: the values
+    are α − i row by row)."""
+    tail_start: np.ndarray
+    """The term at which each order's tail block starts (N − 17)."""
 
 
 _CACHED_LAYOUT_ORDERS = 256
@@ -136,27 +162,38 @@ _CACHED_LAYOUT_ORDERS = 256
 zooms at once, ~1 kB per order) are not kept."""
 
 
-def _fractional_layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_layout`, cached for inputs of at most :data:`_CACHED_LAYOUT_ORDERS` orders."""
-    if len(orders) <= _CACHED_LAYOUT_ORDERS:
-        return _cached_layout(orders, n_terms)
-    return _layout(orders, n_terms)
+def _fractional_layout(orders: list[float], n_terms: list[int]) -> _Layout:
+    """:func:`_layout`, cached for batches of 2 to :data:`_CACHED_LAYOUT_ORDERS` orders (a grid, a zoom round; not
+    the single orders of a parabola's vertices, never asked twice)."""
+    if 1 < len(orders) <= _CACHED_LAYOUT_ORDERS:
+        return _cached_layout(tuple(orders), tuple(n_terms))
+    return _layout(tuple(orders), tuple(n_terms))
 
 
-def _layout(orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """σ-independent parts of the fractional series: log|C(α, i)| and its sign for i < ``n_terms``, and the orders
-    as an array. C(α, i) = Π_{m<i} (α − m) / i!, so log|C(α, i)| is a running sum of log|α − m| (one logarithm per
-    term; rounding ≤ i + 2 ulps of the terms' logarithms, as small as log-gamma's where the terms that matter lie)
-    and the sign is the parity of the negative factors."""
-    alphas = np.array(orders)
-    factors = alphas[:, None] - np.arange(n_terms - 1, dtype=float)[None, :]
-    log_binom = np.zeros((alphas.size, n_terms))
+def _layout(orders: tuple[float, ...], n_terms: tuple[int, ...]) -> _Layout:
+    """σ-independent parts of the fractional series (:class:`_Layout`). C(α, i) = Π_{m<i} (α − m) / i!, so
+    log|C(α, i)| is a running sum of log|α − m| (one logarithm per term; rounding ≤ i + 2 ulps of the terms'
+    logarithms, as small as log-gamma's where the terms that matter lie) and the sign is the parity of the negative
+    factors."""
+    alphas, counts = np.array(orders), np.array(n_terms)
+    width = int(counts.max())
+    terms = np.arange(width) - (width - counts)[:, None]  # term index of each column (negative: padding)
+    index = np.maximum(terms, 0)
+    factors = alphas[:, None] - np.arange(width - 1, dtype=float)[None, :]
+    log_binom = np.zeros((alphas.size, width))
     np.cumsum(np.log(np.abs(factors)), axis=1, out=log_binom[:, 1:])
-    log_binom -= _log_factorials(n_terms)
-    negatives = np.zeros((alphas.size, n_terms), dtype=np.int64)
+    log_binom -= _log_factorials(width)
+    negatives = np.zeros((alphas.size, width), dtype=np.int64)
     np.cumsum(factors < 0.0, axis=1, out=negatives[:, 1:])
+    padded = bool(counts.min() < width)
+    if padded:  # right-align the shorter rows
+        rows = np.arange(alphas.size)[:, None]
+        log_binom, negatives = log_binom[rows, index], negatives[rows, index]
+        log_binom[terms < 0] = -np.inf
+    far_points, far_index = _far_side_points(alphas, index)
     sign = 1.0 - 2.0 * (negatives & 1)
-    return log_binom, sign, alphas
+    tail_start = counts - _EULER_DIFFERENCES - 1
+    return _Layout(alphas, log_binom, sign, index if padded else None, far_points, far_index, tail_start)
 
 
 @lru_cache(maxsize=16)
@@ -181,26 +218,27 @@ def _near_side(q: float, z: float, n_terms: int) -> np.ndarray:
 _cached_layout = lru_cache(maxsize=256)(_layout)
 
 
-def _far_side(q: float, z: float, alphas: np.ndarray, n_terms: int) -> np.ndarray:
-    """The right side's factor of term i of each order (:func:`_side_factor` at j = α − i). It depends on α − i
-    alone, so orders with the same fractional part (a lattice of orders) share it: it is tabulated once per
-    fractional part φ at φ + n for the integers n needed, and read off. φ + (m − i) is the same float as α − i
-    (α = m + φ: both round the same real number, and α − m is exact), so the values are those computed order by
-    order."""
-    terms = np.arange(n_terms, dtype=float)
+def _far_side_points(alphas: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Where to evaluate the right side's factor of term i of each order (:func:`_side_factor` at j = α − i), and
+    where each (order, term) reads it. It depends on α − i alone, so orders with the same fractional part (a lattice
+    of orders) share it: it is tabulated once per fractional part φ at φ + n for the integers n needed. φ + (m − i)
+    is the same float as α − i (α = m + φ: both round the same real number, and α − m is exact), so the values are
+    those computed order by order."""
+    if alphas.size == 1:  # nothing to share
+        return (alphas[:, None] - terms).ravel(), None
     whole = np.floor(alphas)
-    fraction = alphas - whole
-    distinct, group = np.unique(fraction, return_inverse=True)
-    low, high = int(whole.min()) - n_terms + 1, int(whole.max())
-    if distinct.size * (high - low + 1) >= 0.7 * alphas.size * n_terms:  # little to share: order by order
-        return _side_factor(q, z, alphas[:, None] - terms[None, :], left=False)
-    table = _side_factor(q, z, distinct[:, None] + np.arange(low, high + 1, dtype=float)[None, :], left=False)
-    columns = (whole[:, None] - terms[None, :]).astype(np.intp) - low
-    return np.asarray(table[group[:, None], columns])
+    distinct, group = np.unique(alphas - whole, return_inverse=True)
+    low, high = int((whole - terms.max(axis=1)).min()), int(whole.max())
+    if distinct.size * (high - low + 1) >= 0.7 * terms.size:  # little to share: order by order
+        return (alphas[:, None] - terms).ravel(), None
+    table = distinct[:, None] + np.arange(low, high + 1, dtype=float)[None, :]
+    index = group[:, None] * (high - low + 1) + (whole[:, None] - terms).astype(np.intp) - low
+    return table.ravel(), index
 
 
-def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, np.ndarray]:
-    """Upper end of a rigorous bracket on log A_α from ``n_terms`` terms of the series; and whether it is narrow.
+def _log_a_fractional(q: float, z: float, orders: list[float], n_terms: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Upper end of a rigorous bracket on log A_α from ``n_terms`` terms of the series (one count per order, laid out
+    by :func:`_layout`); and whether it is narrow.
 
     Terms i < N are summed directly; the tail i ≥ N (N > α) is alternating and its magnitudes a_k = |t_{N+k}| form a
     Hausdorff moment sequence (|C(α, i)| ∝ Γ(i − α)/Γ(i + 1) is a Beta moment sequence for i > α, and each side is
@@ -208,12 +246,18 @@ def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: in
     Σ_k (−1)^k a_k = Σ_j c_j / 2^{j+1} has c_j = (−1)^j Δ^j a_0 ≥ 0 decreasing in j, and the tail lies in
     [E_m, E_m + c_m / 2^m] with E_m = Σ_{j<m} c_j / 2^{j+1}; rounding in the differences is added to the width.
     """
-    log_binom, sign, alphas = _fractional_layout(orders, n_terms)
+    layout = _fractional_layout(orders, n_terms)
+    sign, alphas = layout.sign, layout.alphas
+    width = sign.shape[1]
     # terms / (1−q)^α: side x < z0, C(α,i) (q/(1−q))^i e^{(i²−i)/(2z²)} Φ((z0 − i)/z); side x > z0, i ↔ j = α − i
-    log_term = log_binom + np.logaddexp(_near_side(q, z, n_terms)[None, :], _far_side(q, z, alphas, n_terms))
+    near = _near_side(q, z, width)
+    far = _side_factor(q, z, layout.far_points, left=False)
+    near = near[None, :] if layout.near_index is None else near[layout.near_index]
+    far = far.reshape(sign.shape) if layout.far_index is None else far[layout.far_index]
+    log_term = layout.log_binom + np.logaddexp(near, far)
     peak = log_term.max(axis=1)
     magnitude = np.exp(log_term - peak[:, None])
-    start = n_terms - _EULER_DIFFERENCES - 1
+    start = width - _EULER_DIFFERENCES - 1
     head = np.einsum("ij,ij->i", sign[:, :start], magnitude[:, :start])
     euler, last_difference, rounding = (magnitude[:, start:] @ _EULER_MATRIX).T
     width = np.abs(last_difference) * 0.5**_EULER_DIFFERENCES + 4e-16 * rounding
@@ -225,5 +269,9 @@ def _log_a_fractional(q: float, z: float, orders: tuple[float, ...], n_terms: in
     # RDP is log A/(α − 1) ≈ (A − 1)/(α − 1): the bracket (on the scale of `upper`) must be small against A − 1,
     # which on that scale is upper·(1 − 1/A), or be at rounding level
     relative_excess = np.abs(np.expm1(-log_a))
-    converged = positive & (start > alphas) & (width <= upper * np.maximum(_FRACTIONAL_RTOL * relative_excess, 4e-16))
+    converged = (
+        positive
+        & (layout.tail_start > alphas)
+        & (width <= upper * np.maximum(_FRACTIONAL_RTOL * relative_excess, 4e-16))
+    )
     return np.where(positive, log_a, np.inf), converged
