@@ -7,7 +7,8 @@
   most (then 503), and stops waiting when its client leaves. They never wait for a heavy one: heavy work runs in
   other processes.
 * **Heavy** answers (privacy-loss distributions, optimal compositions, searches over them) each run in a process of
-  their own, forked from a fork server that has imported the library once. At most ``DPCAL_MAX_HEAVY`` run at once
+  their own: one kept warm since it answered an earlier request (:mod:`app.heavy`), or a new one forked from a fork
+  server that has imported the library once. At most ``DPCAL_MAX_HEAVY`` run at once
   on this host (one lock file per slot, shared by every server process; a further request gets 503 with
   Retry-After). Each has ``DPCAL_REQUEST_TIMEOUT`` seconds; past that, or when its client disconnects, the process
   is killed, so nothing keeps computing for a client that left, and the request answers 504 naming the budget.
@@ -26,8 +27,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -35,7 +34,8 @@ from starlette.requests import Request
 
 from accountants.family import AlgorithmFamily, Cost, Operation
 
-from . import metrics, observability, worker
+from . import heavy, metrics, observability, worker
+from .heavy import HeavyProcess, HeavyProcesses
 from .host import HostSlots
 from .problems import ApiProblem
 from .settings import Settings
@@ -153,12 +153,6 @@ async def wait_while_connected(
                 raise client_gone() from None
 
 
-@dataclass
-class _Running:
-    process: Any  # multiprocessing.Process of the fork-server context
-    connection: Connection
-
-
 class Compute:
     """Answers requests for the API (one per server process)."""
 
@@ -176,6 +170,8 @@ class Compute:
         # each forked child runs the main script (`dpcal`, or `python -m app.cli`) again: multiprocessing's
         # "__main__" preload does not take effect. With what that script imports preloaded, that costs ~1 ms.
         self._context.set_forkserver_preload(["app.worker", "app.client"])
+        self.processes = HeavyProcesses(self._context, settings.max_heavy, (settings.log_format, settings.log_level))
+        """Heavy-computation processes kept warm between requests (:mod:`app.heavy`)."""
 
     def warm(self) -> None:
         """Start the fork server in the background (once), so the first heavy request does not pay its imports;
@@ -227,12 +223,12 @@ class Compute:
         if cost() is Cost.CHEAP:
             report = await self.cheap.run(request, self.settings, function, args)
         else:
-            report = await self._heavy(request, kind, function, args)
+            report = await self._heavy(request, function, args)
         self.cache.put(key, report)
         observability.note_accountant(report)
         return report
 
-    async def _heavy(self, request: Request, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    async def _heavy(self, request: Request, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         requester: str | None = getattr(request.state, "requester", None)
         if requester is not None and self.running_by[requester] >= self.settings.heavy_per_principal:
             metrics.OVERLOADED.labels("share").inc()
@@ -245,13 +241,13 @@ class Compute:
         if requester is not None:
             self.running_by[requester] += 1
         try:
-            running = await run_in_threadpool(self._start, kind, function, args)
+            running = await run_in_threadpool(self._start, function, args)
             answered = False
             try:
                 status, value = await self._wait(request, running)
                 answered = True
             finally:
-                await run_in_threadpool(_end, running, answered)
+                await run_in_threadpool(self._end, running, answered)
         finally:
             HostSlots.release(slot)
             metrics.HEAVY_RUNNING.dec()
@@ -263,17 +259,25 @@ class Compute:
             raise value
         return value
 
-    def _start(self, kind: str, function: Callable[..., Any], args: tuple[Any, ...]) -> _Running:
-        receiver, sender = self._context.Pipe(duplex=False)
-        context = (observability.current_id(), self.settings.log_format, self.settings.log_level)
-        process = self._context.Process(
-            target=worker.answer, args=(sender, function, args, context), name=f"dpcal-{kind}"
-        )
-        process.start()
-        sender.close()
-        return _Running(process, receiver)
+    def _start(self, function: Callable[..., Any], args: tuple[Any, ...]) -> HeavyProcess:
+        """A warm process (or a new one) that computes ``function(*args)`` from now on."""
+        process = self.processes.take()
+        try:
+            heavy.send(process, (function, args, observability.current_id()))
+        except BaseException:
+            heavy.kill(process)
+            raise
+        return process
 
-    async def _wait(self, request: Request, running: _Running) -> tuple[str, Any]:
+    def _end(self, running: HeavyProcess, answered: bool) -> None:
+        """After answering, the process waits for the next request; over budget or for a departed client (or if it
+        died) it is killed."""
+        if answered:
+            self.processes.give_back(running)
+        else:
+            heavy.kill(running)
+
+    async def _wait(self, request: Request, running: HeavyProcess) -> tuple[str, Any]:
         """The child's ("ok" | "error", value); kills it past the budget (504) or when the client leaves."""
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
@@ -304,18 +308,6 @@ def _resolve(ready: asyncio.Future[None]) -> None:
     """The answer's pipe is readable: wake the waiting request (once)."""
     if not ready.done():
         ready.set_result(None)
-
-
-def _end(running: _Running, answered: bool) -> None:
-    """Reap the child: it exits by itself after answering; over budget or for a departed client it is killed."""
-    process = running.process
-    if answered:
-        process.join(timeout=2.0)
-    if process.exitcode is None:
-        process.kill()
-        process.join()
-    running.connection.close()
-    process.close()
 
 
 def client_gone() -> ApiProblem:

@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.api_runs_jobs:  # else `dpcal worker` processes run the jobs this process accepts
                 app.state.jobs.start()
         yield
+        compute.processes.close()
         with app.state.jobs_lock:
             app.state.jobs.stop()
             app.state.jobs = None

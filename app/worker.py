@@ -1,8 +1,9 @@
 """What runs inside a heavy-computation process (see :mod:`app.compute`).
 
-The fork server imports this module once (with the whole library and every family), so each heavy request forks a
-process that is ready at once. The process answers one request, sends the report (or the exception) back through
-its pipe, and exits; the service kills it when the request's budget runs out or its client leaves.
+The fork server imports this module once (with the whole library and every family), so a process forked from it is
+ready at once. It answers requests one at a time (:func:`serve`), each report (or exception) sent back through its
+pipe, and is kept warm between requests (:mod:`app.heavy`); the service kills it when a request's budget runs out or
+its client leaves.
 """
 
 from __future__ import annotations
@@ -85,31 +86,36 @@ def family_operation(algorithm: str, operation: str, *args: Any) -> Any:
     return getattr(registry.get(algorithm), operation)(*args)
 
 
-def answer(
-    connection: Connection,
-    function: Callable[..., Any],
-    args: tuple[Any, ...],
-    context: tuple[str | None, str, str] = (None, "text", "info"),
-) -> None:
-    """Run ``function(*args)`` and send ("ok", report) or ("error", exception) — the exception as :func:`portable`
-    makes it, so the parent raises one of the same type with the same fields and answers it as it would in-process.
-    ``context``: the request's id and the service's log format and level (this process logs as the service does,
-    every line with the request's id)."""
+def serve(connection: Connection, log_format: str = "text", level: str = "info") -> None:
+    """Answer requests ``(function, args, request_id)`` from ``connection`` one at a time, each outcome sent back
+    (:func:`outcome`), until the server closes its end (:mod:`app.heavy`: a process kept warm between requests). It
+    logs as the service does (``log_format``, ``level``), every line with the request's id."""
     exit_with_parent(os.getppid())  # the fork server, which ends with the service
-    request_id, log_format, level = context
     observability.configure(log_format, level)
-    if request_id is not None:
-        observability.CURRENT.set(observability.RequestInfo(request_id))
+    while True:
+        try:
+            function, args, request_id = connection.recv()
+        except EOFError:  # the server closed its end: retire
+            return
+        _send(connection, outcome(function, args, request_id))
+
+
+def outcome(function: Callable[..., Any], args: tuple[Any, ...], request_id: str | None) -> tuple[str, Any]:
+    """("ok", ``function(*args)``) or ("error", the exception as :func:`portable` makes it, so the parent raises one
+    of the same type with the same fields and answers it as it would in-process); logged with ``request_id``."""
+    observability.CURRENT.set(None if request_id is None else observability.RequestInfo(request_id))
     started = time.perf_counter()
     try:
-        outcome: tuple[str, Any] = ("ok", function(*args))
+        result: tuple[str, Any] = ("ok", function(*args))
     except Exception as error:
-        outcome = ("error", portable(error))
-    _log.info("computed %s in process %d: %s in %.3f s", function.__name__, os.getpid(), outcome[0],
+        result = ("error", portable(error))
+    _log.info("computed %s in process %d: %s in %.3f s", function.__name__, os.getpid(), result[0],
               time.perf_counter() - started)  # fmt: skip
+    return result
+
+
+def _send(connection: Connection, result: tuple[str, Any]) -> None:
     try:
-        connection.send(outcome)
+        connection.send(result)
     except Exception as error:  # an unpicklable answer is a bug: say so rather than hang the request
         connection.send(("error", RuntimeError(f"the answer could not be sent back: {error!r}")))
-    finally:
-        connection.close()

@@ -2,7 +2,7 @@
 
 The MNIST run (q = 256/60000, 60 epochs, δ = 1e-5) calibrated to ε ≈ 1, 3, 8 with ``accountant: "tight"``: each
 repetition takes a fresh target (ε·(1 + 1e-6·i), so the service's answer cache does not help) and runs, alternating,
-``POST /v1/calibrate`` on a one-worker server on loopback (its heavy request forked from the fork server) and the
+``POST /v1/calibrate`` on a one-worker server on loopback (computed by its warm heavy-computation process) and the
 library's ``registry.get("dp-sgd").calibrate`` in this process. Both are warm: this process has run the calibration
 once first, and the server has answered one heavy request. Medians of ``--repeat`` (default 15) and their ratio.
 

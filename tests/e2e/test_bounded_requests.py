@@ -20,6 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.host import contention
+
 from ..support.http import assert_problem
 from ..support.server import start_server, stop_server
 
@@ -91,7 +93,10 @@ def test_48_concurrent_rdp_compositions_leave_healthz_answering():
         statuses = json.loads(flooding.communicate()[0])
         assert Counter(statuses) == {200: 48}
         assert len(probes) >= 5, "the compositions ended before /healthz was probed under load"
-        assert max(probes) < HEALTH_BOUND_SECONDS, sorted(probes)[-5:]
+        # a busy host (another test's computations on both cores) delays every process, /healthz included: the
+        # bound scales with the contention (a /healthz behind the flood would wait for seconds: 48 × ~0.3 s / 2)
+        bound = HEALTH_BOUND_SECONDS * contention()
+        assert max(probes) < bound, (sorted(probes)[-5:], bound)
         assert "dpcal_cheap_running 0.0" in metrics
     finally:
         stop_server(process)
@@ -139,7 +144,10 @@ def test_large_and_malformed_bodies_leave_healthz_answering():
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
-        assert max(probes) < HEALTH_BOUND_SECONDS, sorted(probes)[-5:]
+        # a busy host (another test's computations on both cores) delays every process, /healthz included: the
+        # bound scales with the contention (a /healthz behind the flood would wait for seconds: 48 × ~0.3 s / 2)
+        bound = HEALTH_BOUND_SECONDS * contention()
+        assert max(probes) < bound, (sorted(probes)[-5:], bound)
         assert set(statuses) <= {413, 422} and statuses[413] and statuses[422], statuses
     finally:
         stop.set()

@@ -11,10 +11,12 @@ import pickle
 import struct
 import threading
 import time
+from multiprocessing.connection import Connection
 
 import uvloop
 
-from app.compute import Compute, _Running
+from app.compute import Compute
+from app.heavy import HeavyProcess
 from app.settings import Settings
 
 
@@ -39,7 +41,7 @@ def test_an_answer_written_in_two_pieces_is_read_whole(tmp_path):
     thread = threading.Thread(target=child)
     thread.start()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        status, value = runner.run(compute._wait(_StayingClient(), _Running(None, reader)))  # type: ignore[arg-type]
+        status, value = runner.run(compute._wait(_StayingClient(), HeavyProcess(None, reader)))  # type: ignore[arg-type]
     thread.join()
     assert (status, value) == ("ok", "x" * 200_000)
 
@@ -63,17 +65,28 @@ def _raise_unsupported() -> None:
     raise UnsupportedEventError(PoissonSampledEvent(0.1, LaplaceEvent(1.0)), "a reason", "PLD")
 
 
-def _child_outcome(function: object) -> tuple[str, object]:
-    """What the parent reads when a heavy-request process runs ``function`` (app.worker.answer in a forked child)."""
+def _serve(theirs: Connection, mine: Connection) -> None:
+    """app.worker.serve in a forked child, without its copy of the parent's end (the forkserver children the
+    service starts never get one): closing the parent's end then ends the loop."""
     from app import worker
 
+    mine.close()
+    worker.serve(theirs)
+
+
+def _child_outcome(function: object) -> tuple[str, object]:
+    """What the parent reads when a heavy-computation process runs ``function`` (app.worker.serve in a forked child,
+    which exits once the parent closes its end)."""
     context = multiprocessing.get_context("fork")
-    reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=worker.answer, args=(writer, function, ()))
+    mine, theirs = context.Pipe(duplex=True)
+    process = context.Process(target=_serve, args=(theirs, mine))
     process.start()
-    writer.close()
-    outcome = reader.recv()
+    theirs.close()
+    mine.send((function, (), None))
+    outcome = mine.recv()
+    mine.close()
     process.join(timeout=10)
+    assert process.exitcode == 0
     return outcome
 
 
