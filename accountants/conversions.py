@@ -40,6 +40,7 @@ def _default_orders() -> np.ndarray:
 
 
 DEFAULT_ORDERS: np.ndarray = _default_orders()
+DEFAULT_ORDERS.setflags(write=False)  # shared by every conversion that asks for the default orders
 """A superset of dp_accounting's 156 default orders (1.1…10.9 step 0.1, 11…63, 128, 256, 512, 1024), with extra
 orders between 1.1 and 1.3 and between 64 and 1024. Where the optimum is the largest order the grid is extended
 geometrically up to MAX_AUTO_ORDER."""
@@ -112,7 +113,7 @@ class Conversion:
 
 def _grid(orders: np.ndarray | None) -> np.ndarray:
     """The requested orders, validated, sorted and deduplicated (:data:`DEFAULT_ORDERS` when omitted)."""
-    return np.unique(DEFAULT_ORDERS if orders is None else check.orders("orders", orders))
+    return DEFAULT_ORDERS if orders is None else np.unique(check.orders("orders", orders))
 
 
 def epsilon_from_rdp(

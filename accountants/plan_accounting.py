@@ -322,5 +322,6 @@ def rdp_result(
 
 def rdp_curve(conversion: Conversion) -> RdpCurve:
     """The conversion's curve on its orders (None where ε(α) is infinite)."""
-    eps: tuple[float | None, ...] = tuple(float(e) if math.isfinite(e) else None for e in conversion.rdp)
-    return RdpCurve(tuple(float(a) for a in conversion.orders), eps)
+    values: list[float] = np.asarray(conversion.rdp, dtype=float).tolist()
+    eps = tuple(e if math.isfinite(e) else None for e in values)
+    return RdpCurve(tuple(np.asarray(conversion.orders, dtype=float).tolist()), eps)

@@ -248,16 +248,16 @@ def _log_a_fractional(q: float, z: float, orders: list[float], n_terms: list[int
     """
     layout = _fractional_layout(orders, n_terms)
     sign, alphas = layout.sign, layout.alphas
-    width = sign.shape[1]
+    columns = sign.shape[1]
     # terms / (1−q)^α: side x < z0, C(α,i) (q/(1−q))^i e^{(i²−i)/(2z²)} Φ((z0 − i)/z); side x > z0, i ↔ j = α − i
-    near = _near_side(q, z, width)
+    near = _near_side(q, z, columns)
     far = _side_factor(q, z, layout.far_points, left=False)
     near = near[None, :] if layout.near_index is None else near[layout.near_index]
     far = far.reshape(sign.shape) if layout.far_index is None else far[layout.far_index]
     log_term = layout.log_binom + np.logaddexp(near, far)
     peak = log_term.max(axis=1)
     magnitude = np.exp(log_term - peak[:, None])
-    start = width - _EULER_DIFFERENCES - 1
+    start = columns - _EULER_DIFFERENCES - 1
     head = np.einsum("ij,ij->i", sign[:, :start], magnitude[:, :start])
     euler, last_difference, rounding = (magnitude[:, start:] @ _EULER_MATRIX).T
     width = np.abs(last_difference) * 0.5**_EULER_DIFFERENCES + 4e-16 * rounding

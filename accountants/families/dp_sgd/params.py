@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Literal
@@ -207,7 +208,9 @@ def epochs_round_down(p: DpSgdParams) -> bool:
     return p.epoch_rounding == "floor" if p.framework is None else p.framework == "opacus"
 
 
+@functools.lru_cache(maxsize=256)
 def _steps_from_epochs(p: DpSgdParams) -> tuple[int, str]:
+    """Steps from epochs and the rule used, in words (remembered: a request asks several times)."""
     assert p.epochs is not None  # steps are given otherwise
     if p.framework == "opacus":  # int(epochs / sample_rate): whole passes over its len(data_loader) batches
         steps = math.floor(Fraction(repr(p.epochs)) * p.steps_per_epoch)
