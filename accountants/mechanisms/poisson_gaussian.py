@@ -116,29 +116,40 @@ def _distinct_k(orders: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 def _rdp_fractional(q: float, z: float, alphas: np.ndarray) -> np.ndarray:
     """Each order with its own number of terms (a multiple of 8 at least 7 past the order, so an order's value
-    does not depend on the others evaluated with it), four times as many where the bracket is not yet narrow; all
-    orders in one pass (:func:`_layout` aligns their terms)."""
-    out = np.empty_like(alphas)
+    does not depend on the others evaluated with it), four times as many where the bracket is not yet narrow."""
     # the Euler transform starts ≥ 7 terms past the order: enough for a 1e-10 bracket on every (q, z, α) tried
     # (α < 32, q from 1e-3 to 0.5, z from 0.5 to 3)
-    n_terms = 8 * np.ceil((np.floor(alphas) + _EULER_DIFFERENCES + 8) / 8).astype(int)
-    pending = np.arange(alphas.size)
+    n_terms = 8 * ((np.floor(alphas).astype(int) + _EULER_DIFFERENCES + 15) // 8)
+    log_a, converged = _log_a_in_passes(q, z, alphas, n_terms)
+    pending = np.flatnonzero(~converged & (n_terms < _FRACTIONAL_MAX_TERMS))  # usually none: all narrow at once
     while pending.size:
-        log_a, converged = _log_a_fractional(q, z, alphas[pending].tolist(), n_terms[pending].tolist())
-        done = converged | (n_terms[pending] >= _FRACTIONAL_MAX_TERMS)
-        out[pending[done]] = log_a[done] / (alphas[pending[done]] - 1.0)
-        pending = pending[~done]
         n_terms[pending] *= 4
-    return np.asarray(np.maximum(out, 0.0))
+        log_a[pending], converged = _log_a_in_passes(q, z, alphas[pending], n_terms[pending])
+        pending = pending[~converged & (n_terms[pending] < _FRACTIONAL_MAX_TERMS)]
+    return np.asarray(np.maximum(log_a / (alphas - 1.0), 0.0))
+
+
+def _log_a_in_passes(q: float, z: float, alphas: np.ndarray, n_terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_log_a_fractional` of every order, one pass per octave of the number of terms (a grid's or a zoom
+    round's orders: one pass; the padding of a pass's shorter rows stays below its longest row's length)."""
+    octave = np.frexp(n_terms)[1]  # N in [2^(e−1), 2^e)
+    if (octave == octave[0]).all():
+        return _log_a_fractional(q, z, alphas.tolist(), n_terms.tolist())
+    log_a, converged = np.empty_like(alphas), np.empty(alphas.size, dtype=bool)
+    for level in np.unique(octave).tolist():
+        rows = np.flatnonzero(octave == level)
+        log_a[rows], converged[rows] = _log_a_fractional(q, z, alphas[rows].tolist(), n_terms[rows].tolist())
+    return log_a, converged
 
 
 class _Layout(NamedTuple):
-    """The σ-independent parts of the fractional series for some orders, each with its own number of terms N,
-    right-aligned in rows of the largest N (W columns; column c holds term c − (W − N), the columns before the first
-    term are padding with log|C| = −∞, i.e. zero terms): the last :data:`_EULER_DIFFERENCES` + 1 columns are every
-    row's tail block. The padding is a multiple of 8 columns (every N is), so each row's sums take their terms in
-    the same groups and order as when the order is evaluated alone: its value is the same float (tested, for
-    lattices of orders and for unrelated ones)."""
+    """The σ-independent parts of the fractional series for some orders (of one octave of N: see
+    :func:`_log_a_in_passes`), each with its own number of terms N, right-aligned in rows of the largest N (W
+    columns; column c holds term c − (W − N), the columns before the first term are padding with log|C| = −∞, i.e.
+    zero terms): the last :data:`_EULER_DIFFERENCES` + 1 columns are every row's tail block. The padding is a
+    multiple of 8 columns (every N is), so each row's sums take their terms in the same groups and order as when
+    the order is evaluated alone: its value is the same float (tested, for lattices of orders and for unrelated
+    ones)."""
 
     alphas: np.ndarray
     log_binom: np.ndarray

@@ -116,6 +116,7 @@ def test_an_order_gets_the_same_value_whatever_is_evaluated_with_it(q, z):
         np.round(rng.uniform(1.02, 30.0, 300) * 32) / 32,  # a lattice of 1/32 (shared fractional parts)
         np.round(rng.uniform(1.1, 20.0, 300) * 20) / 20,  # of 0.05 (fractional parts not exact binary fractions)
         rng.uniform(1.01, 40.0, 50),  # nothing shared
+        np.concatenate((rng.uniform(1.01, 12.0, 40), [700.5, 5000.25])),  # numbers of terms octaves apart
     ):
         together = poisson_subsampled_gaussian_rdp(q, z, batch)
         alone = np.array([poisson_subsampled_gaussian_rdp(q, z, [a])[0] for a in batch[:40]])
