@@ -261,13 +261,11 @@ class Compute:
 
     def _start(self, function: Callable[..., Any], args: tuple[Any, ...]) -> HeavyProcess:
         """A warm process (or a new one) that computes ``function(*args)`` from now on."""
-        process = self.processes.take()
+        request = (function, args, observability.current_id())
         try:
-            heavy.send(process, (function, args, observability.current_id()))
-        except BaseException:
-            heavy.kill(process)
-            raise
-        return process
+            return _handed(self.processes.take(), request)
+        except OSError:  # a warm process that died since it answered (killed from outside): a fresh one
+            return _handed(self.processes.start(), request)
 
     def _end(self, running: HeavyProcess, answered: bool) -> None:
         """After answering, the process waits for the next request; over budget or for a departed client (or if it
@@ -302,6 +300,16 @@ class Compute:
             code = running.process.exitcode
             raise RuntimeError(f"the computation process ended without an answer (exit code {code})") from None
         return outcome
+
+
+def _handed(process: HeavyProcess, request: tuple[Any, ...]) -> HeavyProcess:
+    """``process``, sent ``request``; killed if the request could not be sent."""
+    try:
+        heavy.send(process, request)
+    except BaseException:
+        heavy.kill(process)
+        raise
+    return process
 
 
 def _resolve(ready: asyncio.Future[None]) -> None:

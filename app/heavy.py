@@ -25,6 +25,10 @@ from . import worker
 MAX_ANSWERS = 200
 """A process answers at most this many requests, then exits (the next request starts a fresh one)."""
 
+MAX_IDLE_BYTES = 1 << 30
+"""A process whose resident memory exceeds this after answering exits rather than waiting (a large answer's tables
+are not held while idle)."""
+
 
 @dataclass
 class HeavyProcess:
@@ -53,9 +57,10 @@ class HeavyProcesses:
             if candidate.process.is_alive():
                 return candidate
             _close(candidate)
-        return self._start()
+        return self.start()
 
-    def _start(self) -> HeavyProcess:
+    def start(self) -> HeavyProcess:
+        """A new process (forked from the fork server)."""
         mine, theirs = self._context.Pipe(duplex=True)
         process = self._context.Process(target=worker.serve, args=(theirs, *self._log), name="dpcal-heavy")
         process.daemon = True  # ends with this server process, idle or not
@@ -66,8 +71,9 @@ class HeavyProcesses:
     def give_back(self, heavy: HeavyProcess) -> None:
         """``heavy`` answered its request: idle again, unless it has answered enough or enough are idle."""
         heavy.answers += 1
+        small = resident_bytes(heavy.process.pid) <= MAX_IDLE_BYTES
         with self._lock:
-            keep = heavy.answers < MAX_ANSWERS and len(self._idle) < self._keep
+            keep = small and heavy.answers < MAX_ANSWERS and len(self._idle) < self._keep
             if keep:
                 self._idle.append(heavy)
         if not keep:
@@ -86,7 +92,7 @@ class HeavyProcesses:
 
 
 def send(heavy: HeavyProcess, request: tuple[Any, ...]) -> None:
-    """Hand ``heavy`` one request: ``(function, args, context)`` (see :func:`app.worker.serve`)."""
+    """Hand ``heavy`` one request: ``(function, args, request_id)`` (see :func:`app.worker.serve`)."""
     os.set_blocking(heavy.connection.fileno(), True)  # the event loop may have left it non-blocking
     heavy.connection.send(request)
 
@@ -104,6 +110,15 @@ def kill(heavy: HeavyProcess) -> None:
         heavy.process.kill()
         heavy.process.join()
     _close(heavy)
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _close(heavy: HeavyProcess) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 
 import pytest
 
@@ -47,6 +48,16 @@ def test_a_process_stopped_mid_request_is_never_reused(processes):
     assert processes.idle() == 0
     second, other = _computed_by(processes)
     assert other != pid
+    processes.give_back(second)
+
+
+def test_a_warm_process_killed_from_outside_is_replaced(processes):
+    first, pid = _computed_by(processes)
+    processes.give_back(first)
+    os.kill(pid, signal.SIGKILL)
+    first.process.join(timeout=10)
+    second, other = _computed_by(processes)
+    assert other != pid and second is not first
     processes.give_back(second)
 
 
