@@ -1,6 +1,6 @@
 """Heavy-computation processes are kept warm between requests (app.heavy): the next request is computed by the same
-process, one stopped mid-request is never reused, each retires after MAX_ANSWERS answers, and closing retires the
-idle ones."""
+process, one stopped mid-request (or killed from outside) is never reused, each retires after MAX_ANSWERS answers or
+when it holds more than MAX_IDLE_BYTES, and closing retires the idle ones."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def _computed_by(pool: HeavyProcesses) -> tuple[heavy.HeavyProcess, int]:
     """Take a process, have it answer os.getpid(): (the process, the pid it answered)."""
     process = pool.take()
     heavy.send(process, (os.getpid, (), None))
+    assert process.connection.poll(60), "no answer within 60 s"
     status, pid = process.connection.recv()
     assert status == "ok"
     return process, pid
@@ -74,3 +75,11 @@ def test_a_process_retires_after_its_answers_and_closing_retires_the_idle(proces
     processes.give_back(third)
     processes.close()
     assert processes.idle() == 0 and third.connection.closed
+
+
+def test_a_process_holding_too_much_memory_retires(processes, monkeypatch):
+    monkeypatch.setattr(heavy, "MAX_IDLE_BYTES", 1)  # every process holds more
+    first, pid = _computed_by(processes)
+    assert heavy.resident_bytes(pid) > 1
+    processes.give_back(first)
+    assert processes.idle() == 0 and first.connection.closed
