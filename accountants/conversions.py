@@ -36,11 +36,12 @@ MAX_AUTO_ORDER = float(2**16)
 def _default_orders() -> np.ndarray:
     dp_accounting_grid = [1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]
     extra = [1 + x / 100.0 for x in range(11, 30, 2)] + list(range(64, 128, 8)) + [160, 192, 384, 768]
-    return np.unique(np.array(dp_accounting_grid + extra, dtype=float))
+    orders = np.unique(np.array(dp_accounting_grid + extra, dtype=float))
+    orders.setflags(write=False)  # shared by every conversion that asks for the default orders
+    return orders
 
 
 DEFAULT_ORDERS: np.ndarray = _default_orders()
-DEFAULT_ORDERS.setflags(write=False)  # shared by every conversion that asks for the default orders
 """A superset of dp_accounting's 156 default orders (1.1…10.9 step 0.1, 11…63, 128, 256, 512, 1024), with extra
 orders between 1.1 and 1.3 and between 64 and 1024. Where the optimum is the largest order the grid is extended
 geometrically up to MAX_AUTO_ORDER."""

@@ -6,7 +6,8 @@ process goes back to the idle ones, so the next heavy request neither forks (~10
 freshly forked child computed 10–15 % slower than a long-running process: tables, layouts and the CPU's caches
 start empty). A process stopped mid-request — over its budget, or its client gone — is killed, never reused; the
 next request starts another. At most ``keep`` idle processes are kept (more go away), and each retires after
-:data:`MAX_ANSWERS` answers, which bounds what a long-lived process can accumulate (memory fragmentation, caches).
+:data:`MAX_ANSWERS` answers or when it holds more than :data:`MAX_IDLE_BYTES` after answering, which bounds what a
+long-lived process can accumulate (memory fragmentation, caches, a large answer's tables).
 
 The slots that bound how many heavy computations run on the host (:class:`app.host.HostSlots`) are unchanged: a
 process computes only while its request holds a slot.
@@ -69,7 +70,8 @@ class HeavyProcesses:
         return HeavyProcess(process, mine)
 
     def give_back(self, heavy: HeavyProcess) -> None:
-        """``heavy`` answered its request: idle again, unless it has answered enough or enough are idle."""
+        """``heavy`` answered its request: idle again, unless it has answered enough, holds too much memory, or
+        enough are idle."""
         heavy.answers += 1
         small = resident_bytes(heavy.process.pid) <= MAX_IDLE_BYTES
         with self._lock:

@@ -104,7 +104,8 @@ def computing(server: int, window: float = 0.2) -> bool:
     ``window`` seconds (a warm one waiting for its next request sleeps)."""
     before = {pid: tree_cpu_seconds(pid) for pid in heavy_processes(server)}
     time.sleep(window)
-    return any(tree_cpu_seconds(pid) - spent > 0.02 for pid, spent in before.items() if pid in heavy_processes(server))
+    alive = set(heavy_processes(server))
+    return any(tree_cpu_seconds(pid) - spent > 0.02 for pid, spent in before.items() if pid in alive)
 
 
 def assert_stopped(server: int) -> None:
