@@ -112,7 +112,7 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
     if not events:
         return []
     accountant = PldAccountant(neighbouring)
-    last, _, plans = _tight(events[-1], accountant, delta, None, lower=True)
+    last, _, plans = _tight(events[-1], accountant, delta, None, lower=True, plans=True)
     if last.applicable and last.epsilon == 0.0:
         # the whole run is (0, δ)-DP; each prefix releases less (its δ(0) is at most the run's), so is too
         zero = "ε = 0 at this δ for the whole run, hence for every prefix (a prefix is a post-processing of the run)"
@@ -135,21 +135,30 @@ def tight_epsilons(events: Sequence[DpEvent], neighbouring: Neighbouring, delta:
 
 
 def _tight(
-    event: DpEvent, accountant: PldAccountant, delta: float, near: PldAnswer | None, lower: bool = False
+    event: DpEvent,
+    accountant: PldAccountant,
+    delta: float,
+    near: PldAnswer | None,
+    lower: bool = False,
+    plans: bool = False,
 ) -> tuple[AccountantResult, PldAnswer | None, tuple[CirclePlan | None, ...]]:
-    """The tight result (with its certified lower bound, where ``lower`` or exact), the PLD answer behind it and its
-    plans (what a run's prefixes reuse); no answer and no plans where the result is exact or not applicable."""
+    """The tight result (with its certified lower bound, where ``lower`` or exact), the PLD answer behind it and,
+    where ``plans``, each direction's plan (what a run's prefixes reuse: every direction refined; the answer is the
+    same either way); no answer and no plans where the result is exact or not applicable."""
     if gdp.is_gaussian(event):
         return gdp.exact_result(gdp.gdp_mu(event), delta, GDP_METHOD), None, ()
     try:
-        answer, plans = accountant.epsilon_and_plans(event, delta, near=near, lower=lower)
+        if plans:
+            answer, circles = accountant.epsilon_and_plans(event, delta, near=near, lower=lower)
+        else:
+            answer, circles = accountant.epsilon(event, delta, near=near, lower=lower), ()
     except UnsupportedEventError as error:
         return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None, ()
     except ParameterError as error:
         return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None, ()
     method = pld_method(answer, accountant.neighbouring, event)
     result = AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
-    return result, answer, plans
+    return result, answer, circles
 
 
 def tight_calibration(

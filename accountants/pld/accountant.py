@@ -16,7 +16,7 @@ and reported).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -62,6 +62,10 @@ START_KNOTS = 512
 """From a start, K(θ) is tabulated on leaves of this many knots (it only plans the window)."""
 START_LOW = 0.8
 """From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
+PROBE_BELOW = 0.9
+"""From a start (calibration), a direction whose nearby ε is below this fraction of the worse direction's probes
+instead (unless every direction is refined): a probe usually certifies it below the answer, at a fraction of a fine
+pass's cost."""
 MAX_ATOM_DIVISIONS = 1 << 24
 """A grid through the atoms divides their spacing into at most this many steps (else the ladder's grid is used)."""
 RETRY_SHARE = 1e-2
@@ -134,14 +138,21 @@ class PldAccountant:
 
         ``near``: an answer for a nearby event of the same shape (e.g. another noise in a calibration); each
         direction then starts around its value, on the grid that value asks for, instead of probing (same guarantee,
-        less work). ``lower``: also a certified lower bound (:attr:`PldAnswer.lower`)."""
-        return self.epsilon_and_plans(event, delta, near, lower)[0]
+        less work). ``lower``: also a certified lower bound (:attr:`PldAnswer.lower`).
+
+        A direction whose first pass already certifies an ε below the worse direction's answer stops there (its
+        value in :attr:`PldAnswer.by_direction` is that pass's): its finer passes could only lower it, so the answer
+        — the worse direction's, with its grid, tilt and lower bound — is the same as with every direction refined
+        (:meth:`epsilon_and_plans` refines every direction: prefixes read each one's circle)."""
+        answer, _, bound = self._answered(event, delta, near, every_direction=False)
+        return replace(answer, lower=bound()) if lower else answer
 
     def epsilon_and_plans(
         self, event: DpEvent, delta: float, near: PldAnswer | None = None, lower: bool = False
     ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...]]:
-        """:meth:`epsilon` and, per direction, the plan of its answer (what :meth:`prefix_epsilons` reuses)."""
-        answer, plans, bound = self._answered(event, delta, near)
+        """:meth:`epsilon` with every direction refined, and per direction the plan of its answer (what
+        :meth:`prefix_epsilons` reuses); the same answer as :meth:`epsilon`'s."""
+        answer, plans, bound = self._answered(event, delta, near, every_direction=True)
         return (replace(answer, lower=bound()) if lower else answer), plans
 
     def evaluate(
@@ -149,22 +160,25 @@ class PldAccountant:
     ) -> tuple[PldAnswer, Callable[[], float | None]]:
         """:meth:`epsilon`, and a function that computes its certified lower bound later, from the same passes (a
         calibration asks for it at its answer only)."""
-        answer, _, bound = self._answered(event, delta, near)
+        answer, _, bound = self._answered(event, delta, near, every_direction=False)
         return answer, bound
 
     def _answered(
-        self, event: DpEvent, delta: float, near: PldAnswer | None
+        self, event: DpEvent, delta: float, near: PldAnswer | None, every_direction: bool
     ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...], Callable[[], float | None]]:
         """Each direction's passes (from ``near``'s values where given); the worse direction's answer with every
         direction's value, the plans, and the lower bound to compute: the worse direction's (the answer's ε is at
-        least its ε; the other's bound would rarely be larger)."""
+        least its ε; the other's bound would rarely be larger). Unless ``every_direction``, a direction stops after
+        its first pass where that is below a refined direction's answer (:meth:`epsilon`)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
         if near is not None and len(near.by_direction) == len(directions):
-            starts = [value if math.isfinite(value) else None for value in near.by_direction]
+            # a direction well below the worse one probes (unless every direction is refined): that may be all it needs
+            floor = -math.inf if every_direction else PROBE_BELOW * max(near.by_direction)
+            starts = [value if math.isfinite(value) and value >= floor else None for value in near.by_direction]
         passes = [_Passes(direction, self.accuracy, delta=d) for direction in directions]
-        answers = [run.run(start) for run, start in zip(passes, starts, strict=True)]
+        answers = _refined([run.answers(start) for run, start in zip(passes, starts, strict=True)], every_direction)
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
             raise _uncertified(worst, delta)
@@ -288,6 +302,21 @@ def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
     return _cached_leaf(pair, grid, lo, hi)
 
 
+def _refined(runs: list[Iterator[PldAnswer]], every_direction: bool) -> list[PldAnswer]:
+    """Each direction's answer from its passes (:meth:`_Passes.answers`): every direction's first pass, then the
+    direction with the largest first value refined to its end, then each other in turn, unless (not
+    ``every_direction``) its first value is already below the largest answer so far: its finer passes could only
+    lower its value (the smallest pass is reported), so the worse direction, hence the answer, does not change."""
+    answers = [next(run) for run in runs]
+    settled: list[float] = []
+    for d in sorted(range(len(runs)), key=lambda k: -answers[k].value):
+        if every_direction or not settled or not answers[d].value < max(settled):
+            for answer in runs[d]:
+                answers[d] = answer
+        settled.append(answers[d].value)
+    return answers
+
+
 def _near(value: float, guess: float) -> bool:
     """Whether an answer from a start is within a factor 2 of the start's ε (else the start is discarded)."""
     return 0.5 * guess <= value <= 2.0 * guess
@@ -326,26 +355,34 @@ class _Passes:
         """The plan of the reported answer's pass (ε queries): what the run's prefixes reuse (:mod:`.curve`)."""
 
     def run(self, start: float | None = None) -> PldAnswer:
-        """:meth:`_run`, capped at the composition's largest loss: δ(ε) = 0 at and above it, exactly (a bounded
-        composition's tiny δ is otherwise all rounding allowance)."""
-        if self.delta is None and float(self.epsilon or 0.0) >= max(self.support_top, 0.0):
-            return PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
-        answer = self._run(start)
-        if self.delta is not None and answer.value > self.support_top:
-            cap = max(self.support_top, 0.0)
-            if self.best_plan is not None:
-                self.best_plan = replace(self.best_plan, value=cap)
-            return replace(answer, value=cap, error_allowance=0.0)
+        """The answer: the last of :meth:`answers`."""
+        *_, answer = self.answers(start)
         return answer
 
-    def _run(self, start: float | None = None) -> PldAnswer:
+    def answers(self, start: float | None = None) -> Iterator[PldAnswer]:
+        """The certified answer after each pass (:meth:`_passes`, the best so far), capped at the composition's
+        largest loss: δ(ε) = 0 at and above it, exactly (a bounded composition's tiny δ is otherwise all rounding
+        allowance). The last one is the answer; a consumer may stop earlier with a valid, coarser one."""
+        if self.delta is None and float(self.epsilon or 0.0) >= max(self.support_top, 0.0):
+            yield PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
+            return
+        for answer in self._passes(start):
+            if self.delta is not None and answer.value > self.support_top:
+                cap = max(self.support_top, 0.0)
+                if self.best_plan is not None:
+                    self.best_plan = replace(self.best_plan, value=cap)
+                answer = replace(answer, value=cap, error_allowance=0.0)
+            yield answer
+
+    def _passes(self, start: float | None = None) -> Iterator[PldAnswer]:
         """Probe, then refine; or, from ``start`` (a nearby ε), a first pass around it on the grid it asks for
         (calibration: the answer at a nearby noise already knows where the answer lies). A start whose answer is
-        not within a factor 2 of it is discarded for a probe."""
+        not within a factor 2 of it is discarded for a probe. Yields the best answer after each pass."""
         grid = self.widest / PROBE_KNOTS
         self.best_plan = None
         if not self.leaves:  # nothing about the record is released: ε = 0 and δ(ε) = 0, exactly
-            return PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
+            yield PldAnswer(0.0, 0.0, 0, 0.0, 0.0)
+            return
         hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
         last_grid = math.inf
         if start is not None:
@@ -376,23 +413,26 @@ class _Passes:
                     self.log_mgf = None  # tabulate K(θ) again on the coarser probe grid
                 elif grid >= last_grid / 1.25:
                     if best is None:  # a start too fine for the window: probe instead
-                        return self.run()
-                    return replace(best, passes=passes)  # no finer grid fits: the last answer stands
+                        yield from self._passes()
+                    return  # no finer grid fits: the last answer yielded stands
                 continue
             passes += 1
             if start is not None and passes == 1 and not _near(answer.value, start):
-                return self.run()  # the start was not near after all (its window misplaced): probe instead
+                yield from self._passes()  # the start was not near after all (its window misplaced): probe instead
+                return
             if best is None or answer.value < best.value:
                 best = answer  # every pass's answer is certified: the smallest is reported
                 self.best_plan = self.last_plan
+            yield replace(best, passes=passes)
             value = answer.value if self.delta is not None else float(self.epsilon or 0.0)
             target = self._target_grid(value)
             exact = self.delta is not None and answer.value == 0.0  # δ(0) ≤ δ is certified: ε = 0
             if grid <= target * 1.25 or exact or passes >= MAX_PASSES or not math.isfinite(answer.value):
-                return replace(best, passes=passes)
+                return
             low = max(0.0, answer.value - 4.0 * grid - 2.0 * self.steps * grid * grid)
             hint, last_grid = (answer.value, low), grid
-            if sum(leaf.size for _, leaf in self.last_built) <= RETABULATE_KNOTS:
+            retabulate = self.log_mgf is None or self.log_mgf.built != self.last_built  # (not the probe's own leaves)
+            if retabulate and sum(leaf.size for _, leaf in self.last_built) <= RETABULATE_KNOTS:
                 # K(θ) again on this pass's finer leaves: coarse pessimistic leaves overstate K at large θ where
                 # the loss has a heavy right tail, which misplaces the tilt and the window of the next pass
                 self.log_mgf = LogMgf(self.last_built)

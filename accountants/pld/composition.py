@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -48,9 +49,11 @@ from .discrete import LeafPld, U
 DROPPED_LOG_MODULUS = -60.0
 """Frequency bins whose composed modulus is below e^{−60} are set to 0 (their error is counted)."""
 SUM_MARGIN = 1e-12
+"""Relative allowance for the rounding of a (pairwise) sum of non-negative terms."""
 EXPONENT_CAP = 600.0
 """Exponents of the suffix sums that locate ε(δ) are capped here (e^600·2^21 < the largest double)."""
-"""Relative allowance for the rounding of a (pairwise) sum of non-negative terms."""
+DIRECT_EXPONENT = 700.0
+"""The main sum multiplies its factors where no weight e^{K − θL} exceeds e^700 (< the largest double)."""
 _CHERNOFF_TILTS = np.array([0.8, 1.0, 1.25])
 
 
@@ -215,17 +218,26 @@ class TiltedComposition:
         """Terms 1, 2 and 4 of the module docstring at ε (everything but the main sum; at most 1, like δ)."""
         return min(self.fft_term(epsilon) + self.lost + self.infinity, 1.0)
 
+    @cached_property
+    def log_weights(self) -> np.ndarray:
+        """K − θL at each knot of the window: log of the factor that turns the tilted law back into P-mass."""
+        return np.asarray(self.log_scale - self.theta * self.losses)
+
     def main_sum(self, epsilon: float) -> float:
         """Σ_{L > ε} t(L)·e^{K − θL}·(1 − e^{ε−L}) as computed: within the factor :attr:`rounding` of its exact value
-        on the computed circle (term 3), either way."""
-        above = self.losses > epsilon
-        losses = self.losses[above]
-        with np.errstate(divide="ignore", over="ignore"):
-            terms = np.exp(
-                np.log(self.tilted[above])
-                + (self.log_scale - self.theta * losses)
-                + np.log(-np.expm1(epsilon - losses))
-            )
+        on the computed circle (term 3), either way. Each term is the product of its three factors, each within a
+        few units of rounding of its value (e^{K − θL} within 2u(|K| + θ|L|) + u: the budget of term 3), where no
+        weight exceeds e^{:data:`DIRECT_EXPONENT`} (θ ≥ 0: the first is the largest); else the sum of the factors'
+        logarithms, exponentiated."""
+        first = int(np.searchsorted(self.losses, epsilon, side="right"))  # the losses are increasing
+        losses, tilted, log_weights = self.losses[first:], self.tilted[first:], self.log_weights[first:]
+        if not losses.size:
+            return 0.0
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
+            if log_weights[0] <= DIRECT_EXPONENT:
+                terms = tilted * np.exp(log_weights) * -np.expm1(epsilon - losses)
+            else:
+                terms = np.exp(np.log(tilted) + log_weights + np.log(-np.expm1(epsilon - losses)))
         return float(np.sum(terms))
 
     def delta(self, epsilon: float) -> float:
@@ -254,7 +266,7 @@ class TiltedComposition:
         when the window's losses above ``start`` span less than :data:`EXPONENT_CAP` (each factor's exponent capped
         there, so no sum of at most 2^21 terms overflows), in log space otherwise. A locator only (cumulative sums
         and a difference): answers are checked by :meth:`main_sum`."""
-        log_w = self.log_scale - self.theta * self.losses
+        log_w = self.log_weights
         a = self.tilted * np.exp(np.minimum(log_w, EXPONENT_CAP))
         suffix_a = np.cumsum(a[::-1])[::-1]
         shift = float(self.losses[-1])

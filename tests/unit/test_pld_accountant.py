@@ -234,3 +234,28 @@ def test_tiny_delta_wide_window_locates_without_overflow(q, z, steps, delta):
     with no overflow on the way."""
     ours = poisson_gaussian_pld_epsilon(q, z, steps, delta)
     assert math.isfinite(ours) and ours > 0.0
+
+
+@pytest.mark.parametrize(
+    ("q", "z", "steps", "neighbouring"),
+    [
+        (256 / 60000, 0.6557, 14062, "add-remove"),  # the add direction far below the remove one: it stops at its probe
+        (256 / 60000, 2.025, 14062, "add-remove"),
+        (0.01, 1.0, 1000, "add-remove"),
+        (0.01, 1.0, 1000, "replace-one"),
+    ],
+)
+def test_a_direction_below_the_answer_stops_early_with_the_same_answer(q, z, steps, neighbouring):
+    """epsilon() may stop a direction after a pass that is already below the worse direction's answer; the answer
+    (value, grid, tilt, error allowance, lower bound) is the one with every direction refined."""
+    event = SelfComposedEvent(PoissonSampledEvent(q, GaussianEvent(z)), steps)
+    accountant = PldAccountant(neighbouring)
+    quick = accountant.epsilon(event, 1e-5, lower=True)
+    refined, _ = accountant.epsilon_and_plans(event, 1e-5, lower=True)
+    assert (quick.value, quick.grid, quick.tilt, quick.error_allowance, quick.lower) == (
+        refined.value, refined.grid, refined.tilt, refined.error_allowance, refined.lower,
+    )  # fmt: skip
+    assert all(a >= b for a, b in zip(quick.by_direction, refined.by_direction, strict=True))
+    if z == 0.6557:
+        assert min(quick.by_direction) > min(refined.by_direction)  # the add direction did stop at its probe
+        assert min(quick.by_direction) < quick.value
