@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from . import gdp
 from .calibration import NOISE_SEARCH_RANGE, calibrate
-from .errors import CalibrationError, ParameterError
+from .errors import CalibrationError, DpcalError, ParameterError
 from .events import (
     BoundedRangeEvent,
     DpEvent,
@@ -35,7 +35,7 @@ from .mechanisms.gaussian import gdp_mu_for
 from .pld import PldAccountant, PldAnswer
 from .pld.calibration import CALIBRATION_RTOL, PldCalibration, calibrate_pld
 from .pld.curve import CirclePlan
-from .rdp import Neighbouring, UnsupportedEventError
+from .rdp import Neighbouring, RdpAccountant, UnsupportedEventError, rdp_is_costly
 from .reports import AccountantResult
 
 GDP_METHOD = "Gaussian DP of the plan's Gaussian releases, μ = (Σ z⁻²)^½, exact conversion (Balle & Wang 2018, Thm. 8)"
@@ -183,11 +183,37 @@ def tight_calibration(
             noise = calibrate(epsilon_at, target, rtol=GDP_RTOL, parameter=parameter).noise
         return noise, gdp.exact_result(gdp.gdp_mu(event_at(noise)), delta, GDP_METHOD)
     accountant = PldAccountant(neighbouring)
+    slope = _renyi_slope(event_at, neighbouring, delta, initial)
     try:
-        found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter)
+        found = calibrate_pld(event_at, accountant, delta, target, initial, parameter=parameter, slope=slope)
     except UnsupportedEventError as error:
         raise CalibrationError(f"no PLD for this plan: {error}") from error
     return _as_answered(event_at, neighbouring, delta, target, found)
+
+
+SLOPE_STEP = 0.01
+"""The Rényi ε's slope in log σ is measured between the starting noise and this much less."""
+
+
+def _renyi_slope(
+    event_at: Callable[[float], DpEvent], neighbouring: Neighbouring, delta: float, noise: float
+) -> float | None:
+    """−d log ε/d log σ of the Rényi ε at ``noise`` (a secant over :data:`SLOPE_STEP`), where its curve is closed
+    forms and series: the tight ε's slope is within a few per cent of it for DP-SGD (1.24 / 1.90 / 3.2 against
+    1.22 / 1.86 / 3.14 at ε ≈ 1 / 3 / 8 on MNIST), so the PLD search's first step lands near the crossing. None
+    where it is not known cheaply (the search then assumes its default)."""
+    event = event_at(noise)
+    if rdp_is_costly(event):
+        return None
+    accountant = RdpAccountant(neighbouring)
+    try:
+        here = accountant.epsilon(event, delta).value
+        below = accountant.epsilon(event_at(noise * (1.0 - SLOPE_STEP)), delta).value
+    except DpcalError:
+        return None
+    if not (0.0 < here < below < math.inf):
+        return None
+    return math.log(below / here) / -math.log1p(-SLOPE_STEP)
 
 
 ANSWERED_STEPS = 8
@@ -203,6 +229,10 @@ def _as_answered(
     the noise moves up by the calibration's tolerance until the fresh answer meets the target too: the noise stays
     within 1e-4 per step of the smallest that certifies it. The lower bound is the calibration's own at its noise
     (from its passes), a fresh one where the noise moved."""
+    if found.fresh:  # the calibration's answer there is the accountant's own: nothing to compute again
+        answer = replace(found.answer, lower=found.lower())
+        method = pld_method(answer, neighbouring, event_at(found.noise))
+        return found.noise, AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
     accountant, noise = PldAccountant(neighbouring), found.noise
     for step in range(ANSWERED_STEPS):
         result = _tight(event_at(noise), accountant, delta, None, lower=step > 0)[0]

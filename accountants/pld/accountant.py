@@ -62,7 +62,7 @@ START_KNOTS = 512
 """From a start, K(θ) is tabulated on leaves of this many knots (it only plans the window)."""
 START_LOW = 0.8
 """From a start (calibration), the first window's bottom is this fraction of the nearby ε."""
-PROBE_BELOW = 0.9
+PROBE_BELOW = 0.95
 """From a start (calibration), a direction whose nearby ε is below this fraction of the worse direction's probes
 instead (unless every direction is refined): a probe usually certifies it below the answer, at a fraction of a fine
 pass's cost."""

@@ -29,11 +29,14 @@ from .accountant import PldAccountant, PldAnswer
 CALIBRATION_RTOL = 1e-4
 """The answer σ⁺ certifies the target and σ⁺·(1 − 1e-4) does not."""
 NOISE_RANGE = (1e-4, 1e8)
+FRESH_WITHIN = 3e-3
+"""After an evaluation this close to the target (relative), the next noise is evaluated as a query on its own."""
 MAX_EVALUATIONS = 80
 MAX_ROUNDS = 4 * MAX_EVALUATIONS
 """The search's rounds (an evaluated noise is remembered, so a round may evaluate nothing new); then it settles."""
 FIRST_SLOPE = 1.5
-"""−d log ε/d log σ assumed before two evaluations measure it (DP-SGD's tight ε: 1.2–2)."""
+"""−d log ε/d log σ assumed before two evaluations measure it, where the caller gives none (DP-SGD's tight ε: 1.2–3
+from ε = 1 to 8)."""
 NEAR_TARGET = 0.9
 """The first evaluation looks for ε around this fraction of the target (the tight ε at the RDP noise is below it)."""
 
@@ -48,15 +51,25 @@ class PldCalibration:
     evaluations: int
     lower: Callable[[], float | None] = lambda: None
     """The answer's certified lower bound, computed when asked (from the answer's own passes)."""
+    fresh: bool = False
+    """Whether the answer was computed as a query on its own computes it (no start from a nearby answer): then it is
+    the accountant's answer for that noise, on every endpoint."""
 
 
 class _Search:
     """The evaluations of one calibration: certified ε by noise, the nearest feasible/infeasible noises so far."""
 
     def __init__(
-        self, event_at: Callable[[float], DpEvent], accountant: PldAccountant, delta: float, target: float
+        self,
+        event_at: Callable[[float], DpEvent],
+        accountant: PldAccountant,
+        delta: float,
+        target: float,
+        slope: float = FIRST_SLOPE,
     ) -> None:
         self.event_at, self.accountant, self.delta, self.target = event_at, accountant, delta, target
+        self.slope = slope
+        """−d log ε/d log σ until two evaluations measure it."""
         self.values: dict[float, float] = {}
         self.answers: dict[float, PldAnswer] = {}
         self.lowers: dict[float, Callable[[], float | None]] = {}
@@ -64,8 +77,13 @@ class _Search:
         self.near: PldAnswer | None = None
         self.events: dict[DpEvent, float] = {}
         """The noise each distinct event was first evaluated at."""
+        self.fresh: set[float] = set()
+        """The noises evaluated as a query on its own (no start from a nearby answer)."""
 
-    def __call__(self, noise: float) -> float:
+    def __call__(self, noise: float, fresh: bool = False) -> float:
+        """The certified ε at ``noise``: from the latest answer's start, or, where ``fresh``, as a query on its own
+        computes it (a probe first: the accountant's answer for that noise, which the calibration may then
+        report as it is)."""
         if noise not in self.values:
             if len(self.values) >= MAX_EVALUATIONS:
                 raise CalibrationError("the PLD calibration did not converge (please report this)")
@@ -77,11 +95,13 @@ class _Search:
                 return self.values[noise]
             self.events[event] = noise
             try:
-                answer, lower = self.accountant.evaluate(event, self.delta, near=self.near)
+                answer, lower = self.accountant.evaluate(event, self.delta, near=None if fresh else self.near)
             except ParameterError:  # no finite ε certified at this noise (δ below the error allowance)
                 self.values[noise] = math.inf
                 return math.inf
             self.values[noise], self.answers[noise] = answer.value, answer
+            if fresh:
+                self.fresh.add(noise)
             if answer.value <= self.target and all(noise < kept for kept in self.lowers):
                 self.lowers = {noise: lower}
             if math.isfinite(answer.value):
@@ -111,21 +131,28 @@ def calibrate_pld(
     *,
     rtol: float = CALIBRATION_RTOL,
     parameter: str = "noise_multiplier",
+    slope: float | None = None,
 ) -> PldCalibration:
     """Smallest noise σ (to relative ``rtol``) whose certified PLD ε at ``delta`` is ≤ ``target`` (module docstring).
 
     ``event_at(σ)`` is the mechanism at noise σ (ε non-increasing in σ); ``initial`` a starting noise near the answer
-    (the first evaluation starts its window near the target instead of probing). Raises :class:`CalibrationError`
+    (the first evaluation starts its window near the target instead of probing); ``slope`` an estimate of
+    −d log ε/d log σ there (e.g. the Rényi ε's: the first step then lands near the crossing), else
+    :data:`FIRST_SLOPE`. Raises :class:`CalibrationError`
     when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
-    search = _Search(event_at, accountant, delta, target)
-    search.near = _near_target(accountant, event_at(initial), target)
+    usable = slope is not None and math.isfinite(slope) and slope > 0.0
+    search = _Search(event_at, accountant, delta, target, slope if usable and slope is not None else FIRST_SLOPE)
+    start = math.log(initial)
+    if usable:  # aim at the crossing, supposing the tight ε NEAR_TARGET of the initial's (which is near the target)
+        start += math.log(NEAR_TARGET) / search.slope
+    search.near = _near_target(accountant, event_at(initial), target if usable else NEAR_TARGET * target)
     step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
     low_end, high_end = (math.log(v) for v in NOISE_RANGE)
-    x, growth = min(max(math.log(initial), low_end), high_end), math.log(2.0)
+    x, growth = min(max(start, low_end), high_end), math.log(2.0)
     for _ in range(MAX_ROUNDS):
         if math.exp(x) in search.values:
             x = _unvisited(search, target, x)  # the secant came back to a point already evaluated: bisect
-        eps = search(math.exp(x))
+        eps = search(math.exp(x), fresh=_close(search, target))
         if x >= high_end and eps > target:
             _infeasible(search, target, math.exp(x), parameter)
         if x <= low_end and eps <= target:
@@ -172,19 +199,25 @@ def _settled(search: _Search, target: float) -> PldCalibration:
 
 def _found(search: _Search, noise: float, below: float) -> PldCalibration:
     lower = search.lowers.get(noise, lambda: None)
-    return PldCalibration(noise, search.answers[noise], below, len(search.values), lower)
+    return PldCalibration(noise, search.answers[noise], below, len(search.values), lower, noise in search.fresh)
 
 
-def _near_target(accountant: PldAccountant, event: DpEvent, target: float) -> PldAnswer:
-    """A stand-in answer that starts each direction's window around the target (no probe pass)."""
+def _close(search: _Search, target: float) -> bool:
+    """Whether the latest evaluation is within :data:`FRESH_WITHIN` of the target (relative, in ε): the secant's
+    next noise is then usually the answer, so it is evaluated as a query on its own (:class:`_Search`)."""
+    latest = next(reversed(search.values.values()), math.inf)
+    return math.isfinite(latest) and abs(latest - target) <= FRESH_WITHIN * target
+
+
+def _near_target(accountant: PldAccountant, event: DpEvent, guess: float) -> PldAnswer:
+    """A stand-in answer that starts each direction's window around ``guess`` (no probe pass)."""
     directions = len(accountant.directions(event))
-    guess = NEAR_TARGET * target
     return PldAnswer(guess, 0.0, 0, 0.0, 0.0, directions, by_direction=(guess,) * directions)
 
 
 def _next_root(search: _Search, target: float, step: float) -> float:
-    """The next estimate of log σ at the crossing: the secant through the two latest finite evaluations (slope
-    −:data:`FIRST_SLOPE` with one), inside the bracket (largest infeasible, smallest feasible) when one is known
+    """The next estimate of log σ at the crossing: the secant through the two latest finite evaluations (the search's
+    first slope with one), inside the bracket (largest infeasible, smallest feasible) when one is known
     (its midpoint if the secant leaves it)."""
     finite = [(math.log(s), math.log(e / target)) for s, e in search.values.items() if math.isfinite(e) and e > 0]
     latest = [point for point in finite if point[0] in search.latest(2)]
@@ -194,7 +227,7 @@ def _next_root(search: _Search, target: float, step: float) -> float:
         root = x1 - f1 * (x1 - x0) / (f1 - f0)
     elif finite:
         x1, f1 = latest[-1] if latest else finite[-1]
-        root = x1 + f1 / FIRST_SLOPE  # ε ∝ σ^−1.5
+        root = x1 + f1 / search.slope  # ε ∝ σ^−slope
     else:  # only ε = 0 or ∞ so far: the bracket's middle (the caller moves out of one-sided cases)
         root = math.log(lo if lo is not None else hi if hi is not None else 1.0)
     if lo is not None and hi is not None:

@@ -38,6 +38,11 @@ def test_family_calibration_round_trips_through_privacy(target):
     assert report.epsilon <= target
     at = family.privacy(params | {"noise_multiplier": report.noise_multiplier}, 1e-5)
     assert at.epsilon <= target
+    # one number for one mechanism: the calibration's tight answer at its σ is the privacy request's, lower bound too
+    tight = {r.name: r for r in report.accountants}["tight"]
+    privacy_tight = {r.name: r for r in at.accountants}["tight"]
+    assert (tight.epsilon, tight.epsilon_lower) == (privacy_tight.epsilon, privacy_tight.epsilon_lower)
+    assert tight.epsilon_lower is not None and tight.epsilon_lower < tight.epsilon
     # the tight calibration's contract: σ certifies the target, σ·(1 − 1e-4) does not
     below = family.privacy(params | {"noise_multiplier": report.noise_multiplier * (1 - 1e-4)}, 1e-5)
     assert report.accountant == "tight" and below.epsilon > target
