@@ -15,10 +15,10 @@ and reported).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -107,6 +107,9 @@ class PldAnswer:
     """Each direction's value: where a nearby query (calibration) may start."""
     lower: float | None = None
     """A certified lower bound on the exact ε of the same pairs (:mod:`accountants.pld.lower`), where computed."""
+    partial: bool = False
+    """Some direction was left out above a ceiling (:meth:`PldAccountant.evaluate`): the value is then below or at
+    the certified ε, not an upper bound on the exact one."""
 
 
 @dataclass
@@ -156,20 +159,28 @@ class PldAccountant:
         return (replace(answer, lower=bound()) if lower else answer), plans
 
     def evaluate(
-        self, event: DpEvent, delta: float, near: PldAnswer | None = None
+        self, event: DpEvent, delta: float, near: PldAnswer | None = None, ceiling: float = math.inf
     ) -> tuple[PldAnswer, Callable[[], float | None]]:
         """:meth:`epsilon`, and a function that computes its certified lower bound later, from the same passes (a
-        calibration asks for it at its answer only)."""
-        answer, _, bound = self._answered(event, delta, near, every_direction=False)
+        calibration asks for it at its answer only). Where a direction's answer exceeds ``ceiling``, the directions
+        not yet computed are left out: the answer is then :attr:`PldAnswer.partial`, its value above the ceiling and
+        at most the certified ε (all a calibration needs to know of a noise too small)."""
+        answer, _, bound = self._answered(event, delta, near, every_direction=False, ceiling=ceiling)
         return answer, bound
 
     def _answered(
-        self, event: DpEvent, delta: float, near: PldAnswer | None, every_direction: bool
+        self,
+        event: DpEvent,
+        delta: float,
+        near: PldAnswer | None,
+        every_direction: bool,
+        ceiling: float = math.inf,
     ) -> tuple[PldAnswer, tuple[CirclePlan | None, ...], Callable[[], float | None]]:
         """Each direction's passes (from ``near``'s values where given); the worse direction's answer with every
         direction's value, the plans, and the lower bound to compute: the worse direction's (the answer's ε is at
         least its ε; the other's bound would rarely be larger). Unless ``every_direction``, a direction stops after
-        its first pass where that is below a refined direction's answer (:meth:`epsilon`)."""
+        its first pass where that is below a refined direction's answer (:meth:`epsilon`); above ``ceiling`` the
+        directions left are not computed (:meth:`evaluate`; their values in ``by_direction`` are ``near``'s)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
@@ -178,14 +189,21 @@ class PldAccountant:
             floor = -math.inf if every_direction else PROBE_BELOW * max(near.by_direction)
             starts = [value if math.isfinite(value) and value >= floor else None for value in near.by_direction]
         passes = [_Passes(direction, self.accuracy, delta=d) for direction in directions]
-        answers = _refined([run.answers(start) for run, start in zip(passes, starts, strict=True)], every_direction)
+        runs = [run.answers(start) for run, start in zip(passes, starts, strict=True)]
+        found = _refined(runs, every_direction, starts, ceiling)
+        answers = [answer for answer in found if answer is not None]
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
             raise _uncertified(worst, delta)
-        by_direction = tuple(a.value for a in answers)
+        assert near is not None or len(answers) == len(found)  # (without starts every direction has its first pass)
+        by_direction = tuple(
+            answer.value if answer is not None else near.by_direction[k] if near is not None else math.inf
+            for k, answer in enumerate(found)
+        )
         plans = tuple(run.best_plan for run in passes)
         worse = max(passes, key=lambda run: run.best_plan.value if run.best_plan else -math.inf)
-        return replace(worst, directions=len(answers), by_direction=by_direction), plans, worse.lower_epsilon
+        answer = replace(worst, directions=len(found), by_direction=by_direction, partial=len(answers) < len(found))
+        return answer, plans, worse.lower_epsilon
 
     def prefix_epsilons(
         self, plans: Sequence[CirclePlan | None], events: Sequence[DpEvent], delta: float
@@ -290,7 +308,7 @@ def _uncertified(worst: PldAnswer, delta: float) -> ParameterError:
 CACHED_LEAF_KNOTS = 1 << 17
 """Leaves of at most this many knots are remembered (:func:`_leaf`; at most 8 of them, ~2 MB each)."""
 
-_cached_leaf = lru_cache(maxsize=8)(connect_the_dots)
+_cached_leaf = functools.lru_cache(maxsize=8)(connect_the_dots)
 
 
 def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
@@ -302,18 +320,32 @@ def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
     return _cached_leaf(pair, grid, lo, hi)
 
 
-def _refined(runs: list[Iterator[PldAnswer]], every_direction: bool) -> list[PldAnswer]:
-    """Each direction's answer from its passes (:meth:`_Passes.answers`): every direction's first pass, then the
-    direction with the largest first value refined to its end, then each other in turn, unless (not
-    ``every_direction``) its first value is already below the largest answer so far: its finer passes could only
-    lower its value (the smallest pass is reported), so the worse direction, hence the answer, does not change."""
-    answers = [next(run) for run in runs]
+def _refined(
+    runs: list[Iterator[PldAnswer]], every_direction: bool, hints: Sequence[float | None], ceiling: float = math.inf
+) -> list[PldAnswer | None]:
+    """Each direction's answer from its passes (:meth:`_Passes.answers`), the direction expected to be the worse
+    refined first: the largest ``hints`` value (a nearby answer's) where every direction has one, else every
+    direction's first pass is run and the largest first value leads. Each next direction is refined in turn,
+    unless (not ``every_direction``) its first value is already below the largest answer so far: its finer passes
+    could only lower its value (the smallest pass is reported), so the worse direction, hence the answer, does not
+    change. Once an answer exceeds ``ceiling``, the directions not yet run are left out (None): the ε of the whole
+    is above the ceiling whatever they give (a calibration's infeasible noise needs no more)."""
+    firsts: dict[int, PldAnswer] = {}
+    if any(hint is None for hint in hints):
+        firsts = {k: next(run) for k, run in enumerate(runs)}
+        order = sorted(range(len(runs)), key=lambda k: -firsts[k].value)
+    else:
+        order = sorted(range(len(runs)), key=lambda k: -float(hints[k] or 0.0))
+    answers: list[PldAnswer | None] = [None] * len(runs)
     settled: list[float] = []
-    for d in sorted(range(len(runs)), key=lambda k: -answers[k].value):
-        if every_direction or not settled or not answers[d].value < max(settled):
-            for answer in runs[d]:
-                answers[d] = answer
-        settled.append(answers[d].value)
+    for d in order:
+        if settled and max(settled) > ceiling:
+            break
+        answer = firsts[d] if d in firsts else next(runs[d])
+        if every_direction or not settled or not answer.value < max(settled):
+            answer = functools.reduce(lambda _, later: later, runs[d], answer)  # its last pass's answer
+        answers[d] = answer
+        settled.append(answer.value)
     return answers
 
 

@@ -95,7 +95,9 @@ class _Search:
                 return self.values[noise]
             self.events[event] = noise
             try:
-                answer, lower = self.accountant.evaluate(event, self.delta, near=None if fresh else self.near)
+                answer, lower = self.accountant.evaluate(
+                    event, self.delta, near=None if fresh else self.near, ceiling=self.target
+                )
             except ParameterError:  # no finite ε certified at this noise (δ below the error allowance)
                 self.values[noise] = math.inf
                 return math.inf

@@ -259,3 +259,19 @@ def test_a_direction_below_the_answer_stops_early_with_the_same_answer(q, z, ste
     if z == 0.6557:
         assert min(quick.by_direction) > min(refined.by_direction)  # the add direction did stop at its probe
         assert min(quick.by_direction) < quick.value
+
+
+def test_evaluate_above_a_ceiling_leaves_the_other_directions_out():
+    """A calibration's noise that is too small needs only one direction above the target: the others are not run
+    (the answer says it is partial), and their values stay those of the nearby answer it started from."""
+    event = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(0.6557)), 14062)
+    accountant = PldAccountant("add-remove")
+    near = accountant.epsilon(event, 1e-5)
+    worse = int(np.argmax(near.by_direction))
+    partial, _ = accountant.evaluate(event, 1e-5, near=near, ceiling=0.5 * near.value)
+    assert partial.partial and partial.value > 0.5 * near.value
+    assert partial.value == pytest.approx(near.value, rel=1e-3)  # the worse direction, refined from its start
+    assert partial.by_direction[1 - worse] == near.by_direction[1 - worse]
+    complete, _ = accountant.evaluate(event, 1e-5, near=near)
+    assert not complete.partial and complete.value == pytest.approx(near.value, rel=1e-3)
+    assert 0.0 < complete.by_direction[1 - worse] < complete.value  # computed (its probe: below the answer)
