@@ -108,8 +108,9 @@ class PldAnswer:
     lower: float | None = None
     """A certified lower bound on the exact ε of the same pairs (:mod:`accountants.pld.lower`), where computed."""
     partial: bool = False
-    """Some direction was left out above a ceiling (:meth:`PldAccountant.evaluate`): the value is then below or at
-    the certified ε, not an upper bound on the exact one."""
+    """A direction's answer exceeded the ceiling (:meth:`PldAccountant.evaluate`) and the others were left unrefined
+    or not run: the value is above the ceiling, but not the accountant's answer (below it where a direction was not
+    run, so not an upper bound on the exact ε)."""
 
 
 @dataclass
@@ -180,7 +181,8 @@ class PldAccountant:
         direction's value, the plans, and the lower bound to compute: the worse direction's (the answer's ε is at
         least its ε; the other's bound would rarely be larger). Unless ``every_direction``, a direction stops after
         its first pass where that is below a refined direction's answer (:meth:`epsilon`); above ``ceiling`` the
-        directions left are not computed (:meth:`evaluate`; their values in ``by_direction`` are ``near``'s)."""
+        directions left are not refined (:meth:`evaluate`; the values in ``by_direction`` of those not run are
+        ``near``'s)."""
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
@@ -190,7 +192,7 @@ class PldAccountant:
             starts = [value if math.isfinite(value) and value >= floor else None for value in near.by_direction]
         passes = [_Passes(direction, self.accuracy, delta=d) for direction in directions]
         runs = [run.answers(start) for run, start in zip(passes, starts, strict=True)]
-        found = _refined(runs, every_direction, starts, ceiling)
+        found, cut = _refined(runs, every_direction, starts, ceiling)
         answers = [answer for answer in found if answer is not None]
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
@@ -202,7 +204,7 @@ class PldAccountant:
         )
         plans = tuple(run.best_plan for run in passes)
         worse = max(passes, key=lambda run: run.best_plan.value if run.best_plan else -math.inf)
-        answer = replace(worst, directions=len(found), by_direction=by_direction, partial=len(answers) < len(found))
+        answer = replace(worst, directions=len(found), by_direction=by_direction, partial=cut)
         return answer, plans, worse.lower_epsilon
 
     def prefix_epsilons(
@@ -322,31 +324,32 @@ def _leaf(pair: DominatingPair, grid: float, lo: int, hi: int) -> LeafPld:
 
 def _refined(
     runs: list[Iterator[PldAnswer]], every_direction: bool, hints: Sequence[float | None], ceiling: float = math.inf
-) -> list[PldAnswer | None]:
+) -> tuple[list[PldAnswer | None], bool]:
     """Each direction's answer from its passes (:meth:`_Passes.answers`), the direction expected to be the worse
     refined first: the largest ``hints`` value (a nearby answer's) where every direction has one, else every
     direction's first pass is run and the largest first value leads. Each next direction is refined in turn,
     unless (not ``every_direction``) its first value is already below the largest answer so far: its finer passes
     could only lower its value (the smallest pass is reported), so the worse direction, hence the answer, does not
-    change. Once an answer exceeds ``ceiling``, the directions not yet run are left out (None): the ε of the whole
-    is above the ceiling whatever they give (a calibration's infeasible noise needs no more)."""
+    change. Once an answer exceeds ``ceiling``, the directions left are not refined (their first pass where it was
+    run, else None): the ε of the whole is above the ceiling whatever they give (a calibration's infeasible noise
+    needs no more). Returns the answers and whether the ceiling cut the refinement short."""
     firsts: dict[int, PldAnswer] = {}
     if any(hint is None for hint in hints):
         firsts = {k: next(run) for k, run in enumerate(runs)}
         order = sorted(range(len(runs)), key=lambda k: -firsts[k].value)
     else:
         order = sorted(range(len(runs)), key=lambda k: -float(hints[k] or 0.0))
-    answers: list[PldAnswer | None] = [None] * len(runs)
+    answers: list[PldAnswer | None] = [firsts.get(k) for k in range(len(runs))]
     settled: list[float] = []
     for d in order:
         if settled and max(settled) > ceiling:
-            break
+            return answers, True
         answer = firsts[d] if d in firsts else next(runs[d])
         if every_direction or not settled or not answer.value < max(settled):
             answer = functools.reduce(lambda _, later: later, runs[d], answer)  # its last pass's answer
         answers[d] = answer
         settled.append(answer.value)
-    return answers
+    return answers, False
 
 
 def _near(value: float, guess: float) -> bool:

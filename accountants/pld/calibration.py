@@ -52,8 +52,8 @@ class PldCalibration:
     lower: Callable[[], float | None] = lambda: None
     """The answer's certified lower bound, computed when asked (from the answer's own passes)."""
     fresh: bool = False
-    """Whether the answer was computed as a query on its own computes it (no start from a nearby answer): then it is
-    the accountant's answer for that noise, on every endpoint."""
+    """Whether the answer was computed as a query on its own would compute it (no start from a nearby answer): then it
+    is the accountant's answer for that noise, on every endpoint."""
 
 
 class _Search:

@@ -275,3 +275,15 @@ def test_evaluate_above_a_ceiling_leaves_the_other_directions_out():
     complete, _ = accountant.evaluate(event, 1e-5, near=near)
     assert not complete.partial and complete.value == pytest.approx(near.value, rel=1e-3)
     assert 0.0 < complete.by_direction[1 - worse] < complete.value  # computed (its probe: below the answer)
+
+
+def test_evaluate_above_a_ceiling_without_a_start_keeps_each_direction_first_pass():
+    """Without a nearby answer every direction's first pass is run; above the ceiling the others are not refined:
+    the answer is partial, each direction's value a certified bound of its own (its probe's)."""
+    event = SelfComposedEvent(PoissonSampledEvent(256 / 60000, GaussianEvent(0.6557)), 14062)
+    accountant = PldAccountant("add-remove")
+    full = accountant.epsilon(event, 1e-5)
+    partial, _ = accountant.evaluate(event, 1e-5, ceiling=0.5 * full.value)
+    assert partial.partial and partial.value == full.value
+    assert all(a >= b for a, b in zip(partial.by_direction, full.by_direction, strict=True))
+    assert not accountant.evaluate(event, 1e-5, ceiling=2.0 * full.value)[0].partial
