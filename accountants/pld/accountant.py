@@ -489,7 +489,7 @@ class _Passes:
         optimistic = list(zip(counts, lower_leaves(plan.pairs, plan.leaves), strict=True))
         window, grid = plan.window, plan.leaves[0].grid
         for _ in range(LOWER_WINDOW_MOVES):
-            composed = LowerComposition(optimistic, plan.theta, window)
+            composed = LowerComposition(optimistic, plan.theta, window, self.delta)
             found = composed.epsilon(self.delta, plan.value)
             if found is not None:  # less what snapping atoms to knots may have added to each release's loss
                 reach = max(max(abs(lo), abs(hi)) for lo, hi in self.ranges)

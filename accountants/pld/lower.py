@@ -34,6 +34,10 @@ from .discrete import LeafPld, optimistic_leaf
 from .pairs import DominatingPair
 
 _ABOVE_TILTS = np.array([1.25, 1.5, 2.0, 4.0])
+COARSE_WRAP_SHARE = 1e-7
+"""Where the circle's damping alone, e^{−θnΔ}, keeps the mass wrapping up from below the window under this share of
+δ, P(S < B) ≤ 1 bounds it (no Chernoff bound: its tilts cost a quarter of a lower bound); the window was planned
+for about this share (:data:`~accountants.pld.window.CONTAMINATION`)."""
 _BISECTIONS = 60
 
 
@@ -46,11 +50,12 @@ def lower_leaves(pairs: Sequence[DominatingPair], leaves: Sequence[LeafPld]) -> 
 
 
 class LowerComposition:
-    """The composed optimistic leaves on one circle; :meth:`delta` is a certified lower bound on δ(ε)."""
+    """The composed optimistic leaves on one circle; :meth:`delta` is a certified lower bound on δ(ε). ``delta``:
+    the δ of the query, which sets what wrapped mass is small enough to bound coarsely (:func:`_wrapped`)."""
 
-    def __init__(self, leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window) -> None:
+    def __init__(self, leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window, delta: float) -> None:
         self.composed = TiltedComposition(leaves, theta, window)
-        self.wrapped = _wrapped(leaves, theta, window)
+        self.wrapped = _wrapped(leaves, theta, window, COARSE_WRAP_SHARE * delta)
 
     def delta(self, epsilon: float) -> float:
         """A certified lower bound on δ(ε) (0 below the window, where nothing is known)."""
@@ -117,8 +122,9 @@ def _bisected(value: Callable[[float], float], delta: float, certified: float, a
     return lo
 
 
-def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window) -> float:
-    """Bound on what wraps around the circle into the main sum (module docstring, step 3)."""
+def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window, negligible: float) -> float:
+    """Bound on what wraps around the circle into the main sum (module docstring, step 3); the mass from below the
+    window bounded by its damping alone where that is at most ``negligible``."""
     grid = leaves[0][1].grid
     bottom, size = window.bottom * grid, window.size
     top = bottom + size * grid
@@ -135,7 +141,9 @@ def _wrapped(leaves: Sequence[tuple[int, LeafPld]], theta: float, window: Window
     # mass below B lands nΔ higher; only what lands at or below the largest finite loss is not set to 0
     reach = min(window.bottom, support_hi + 1 - size)
     if reach > support_lo:
-        total += math.exp(_log_mass_below(leaves, reach * grid) - max(theta, 0.0) * size * grid)
+        log_damping = -max(theta, 0.0) * size * grid
+        below = 0.0 if log_damping <= math.log(negligible) else _log_mass_below(leaves, reach * grid)
+        total += math.exp(below + log_damping)
     return min(total, 1.0)
 
 
