@@ -186,13 +186,15 @@ class PldAccountant:
         d = check.delta("delta", delta)
         directions = self.directions(event)
         starts: list[float | None] = [None] * len(directions)
+        hints: Sequence[float | None] = starts
         if near is not None and len(near.by_direction) == len(directions):
             # a direction well below the worse one probes (unless every direction is refined): that may be all it needs
             floor = -math.inf if every_direction else PROBE_BELOW * max(near.by_direction)
             starts = [value if math.isfinite(value) and value >= floor else None for value in near.by_direction]
+            hints = near.by_direction
         passes = [_Passes(direction, self.accuracy, delta=d) for direction in directions]
         runs = [run.answers(start) for run, start in zip(passes, starts, strict=True)]
-        found, cut = _refined(runs, every_direction, starts, ceiling)
+        found, cut = _refined(runs, every_direction, hints, ceiling)
         answers = [answer for answer in found if answer is not None]
         worst = max(answers, key=lambda a: a.value)
         if not math.isfinite(worst.value):
@@ -326,13 +328,14 @@ def _refined(
     runs: list[Iterator[PldAnswer]], every_direction: bool, hints: Sequence[float | None], ceiling: float = math.inf
 ) -> tuple[list[PldAnswer | None], bool]:
     """Each direction's answer from its passes (:meth:`_Passes.answers`), the direction expected to be the worse
-    refined first: the largest ``hints`` value (a nearby answer's) where every direction has one, else every
-    direction's first pass is run and the largest first value leads. Each next direction is refined in turn,
-    unless (not ``every_direction``) its first value is already below the largest answer so far: its finer passes
-    could only lower its value (the smallest pass is reported), so the worse direction, hence the answer, does not
-    change. Once an answer exceeds ``ceiling``, the directions left are not refined (their first pass where it was
-    run, else None): the ε of the whole is above the ceiling whatever they give (a calibration's infeasible noise
-    needs no more). Returns the answers and whether the ceiling cut the refinement short."""
+    refined first: the largest ``hints`` value (a nearby answer's: where it starts, or what its probe may confirm)
+    where every direction has one, else every direction's first pass is run and the largest first value leads.
+    Each next direction is refined in turn, unless (not ``every_direction``) its first value is already below the
+    largest answer so far: its finer passes could only lower its value (the smallest pass is reported), so the worse
+    direction, hence the answer, does not change. Once an answer exceeds ``ceiling``, the directions left are not
+    refined (their first pass where it was run, else None): the ε of the whole is above the ceiling whatever they
+    give (a calibration's infeasible noise needs no more). Returns the answers and whether the ceiling cut the
+    refinement short."""
     firsts: dict[int, PldAnswer] = {}
     if any(hint is None for hint in hints):
         firsts = {k: next(run) for k, run in enumerate(runs)}
