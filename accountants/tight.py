@@ -156,9 +156,13 @@ def _tight(
         return AccountantResult.not_applicable("tight", f"no PLD for this plan: {error}"), None, ()
     except ParameterError as error:
         return AccountantResult.not_applicable("tight", f"the PLD accountant certifies no ε here: {error}"), None, ()
-    method = pld_method(answer, accountant.neighbouring, event)
-    result = AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
-    return result, answer, circles
+    return _pld_result(answer, accountant.neighbouring, event), answer, circles
+
+
+def _pld_result(answer: PldAnswer, neighbouring: Neighbouring, event: DpEvent) -> AccountantResult:
+    """The tight result of a PLD answer: its ε, its lower bound where computed, and the method sentence."""
+    method = pld_method(answer, neighbouring, event)
+    return AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
 
 
 def tight_calibration(
@@ -224,15 +228,15 @@ def _as_answered(
     event_at: Callable[[float], DpEvent], neighbouring: Neighbouring, delta: float, target: float, found: PldCalibration
 ) -> tuple[float, AccountantResult]:
     """The calibrated noise and the ε a privacy request answers there (the same query: one number for one mechanism
-    on every endpoint). The calibration's own evaluations start from each other's grids; a fresh answer picks its
-    grid for the question and can land a few 1e-5 above the target (both are certified upper bounds). Where it does,
-    the noise moves up by the calibration's tolerance until the fresh answer meets the target too: the noise stays
-    within 1e-4 per step of the smallest that certifies it. The lower bound is the calibration's own at its noise
-    (from its passes), a fresh one where the noise moved."""
+    on every endpoint). Where the calibration's evaluation there was fresh (:attr:`PldCalibration.fresh`), it is that
+    answer, lower bound included. Otherwise it started from a neighbour's grid; a fresh answer picks its grid for the
+    question and can land a few 1e-5 above the target (both are certified upper bounds). Where it does, the noise
+    moves up by the calibration's tolerance until the fresh answer meets the target too: the noise stays within 1e-4
+    per step of the smallest that certifies it. The lower bound is then the calibration's own at its noise (from its
+    passes), a fresh one where the noise moved."""
     if found.fresh:  # the calibration's answer there is the accountant's own: nothing to compute again
         answer = replace(found.answer, lower=found.lower())
-        method = pld_method(answer, neighbouring, event_at(found.noise))
-        return found.noise, AccountantResult.certified("tight", answer.value, method, epsilon_lower=answer.lower)
+        return found.noise, _pld_result(answer, neighbouring, event_at(found.noise))
     accountant, noise = PldAccountant(neighbouring), found.noise
     for step in range(ANSWERED_STEPS):
         result = _tight(event_at(noise), accountant, delta, None, lower=step > 0)[0]
