@@ -142,12 +142,12 @@ def calibrate_pld(
     −d log ε/d log σ there (e.g. the Rényi ε's: the first step then lands near the crossing), else
     :data:`FIRST_SLOPE`. Raises :class:`CalibrationError`
     when no noise in :data:`NOISE_RANGE` certifies the target, or every one does."""
-    usable = slope is not None and math.isfinite(slope) and slope > 0.0
-    search = _Search(event_at, accountant, delta, target, slope if usable and slope is not None else FIRST_SLOPE)
+    known = slope if slope is not None and math.isfinite(slope) and slope > 0.0 else None
+    search = _Search(event_at, accountant, delta, target, known or FIRST_SLOPE)
     start = math.log(initial)
-    if usable:  # aim at the crossing, supposing the tight ε NEAR_TARGET of the initial's (which is near the target)
-        start += math.log(NEAR_TARGET) / search.slope
-    search.near = _near_target(accountant, event_at(initial), target if usable else NEAR_TARGET * target)
+    if known is not None:  # aim at the crossing, supposing the tight ε NEAR_TARGET of the initial's (near the target)
+        start += math.log(NEAR_TARGET) / known
+    search.near = _near_target(accountant, event_at(initial), target if known is not None else NEAR_TARGET * target)
     step = -math.log1p(-rtol)  # log σ⁺ − log σ⁺(1 − rtol)
     low_end, high_end = (math.log(v) for v in NOISE_RANGE)
     x, growth = min(max(start, low_end), high_end), math.log(2.0)
