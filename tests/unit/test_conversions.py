@@ -147,6 +147,45 @@ def test_refined_epsilon_is_the_continuous_minimum(q, z, steps):
     assert found.value == pytest.approx(objective(found.optimal_order), rel=1e-15)  # the value is at its order
 
 
+# (q, z, steps, δ): optimal orders in the grid's smooth 0.1-spaced region (settled on the grid's own lattice) and at
+# the knee of the subsampled Gaussian's curve between integer orders (zoomed)
+SETTLING_CASES = [
+    (256 / 60000, 1.1, 14062, 1e-5, True),
+    (0.01, 1.0, 1000, 1e-6, True),
+    (0.1, 1.0, 50, 1e-5, True),
+    (0.05, 2.0, 2000, 1e-5, True),
+    (1e-4, 1.0, 10**6, 1e-8, False),
+    (256 / 60000, 1.1, 141, 1e-5, False),
+    (0.02, 0.5, 5, 1e-5, False),
+]
+
+
+@pytest.mark.parametrize(("q", "z", "steps", "delta", "settles"), SETTLING_CASES)
+def test_grid_lattice_settles_where_smooth_with_the_zooms_answer(monkeypatch, q, z, steps, delta, settles):
+    """Where the grid is a fine lattice around a smooth minimum, the search settles on it (no zoom round: the curve
+    is asked for the grid and one vertex) and finds the zoom's minimum to 2e-11 relative (never above it by more);
+    at a knee it does not try (no vertex evaluated before the zoom)."""
+    from accountants import conversions
+
+    curve = _subsampled_gaussian(q, z, steps)
+    asked: list[int] = []
+
+    def counted(a):
+        asked.append(np.asarray(a).size)
+        return curve(a)
+
+    settled = epsilon_from_rdp(counted, delta)
+    monkeypatch.setattr(conversions, "_SETTLE_EXCESS", -1.0)  # never settle: always zoom
+    zoomed = epsilon_from_rdp(curve, delta)
+    if settles:
+        assert asked == [DEFAULT_ORDERS.size, 1]
+    else:
+        assert asked[1] > 1  # the zoom's first round came next
+    assert settled.value <= zoomed.value * (1 + 2e-11)
+    assert settled.value >= zoomed.value * (1 - 2e-11)
+    assert settled.optimal_order == pytest.approx(zoomed.optimal_order, rel=1e-4)
+
+
 def test_rows_are_converted_as_each_alone():
     """Several curves converted together (ε over training) get each exactly the answer it gets alone."""
     from accountants.conversions import epsilon_from_rdp_rows
