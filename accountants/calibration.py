@@ -264,16 +264,28 @@ class _RdpSearch:
 
     def envelope(self, window: np.ndarray, noise: float) -> float:
         """(3) Envelope steps: σ for the continuous optimum α* at the current σ, until at that σ the local minimum no
-        longer beats the target (α* settled). If it does not settle (the optimum follows a kink of ε(α), e.g. the
-        blow-up of a subsampled Gaussian's moments), Brent's method on the local minimum itself."""
+        longer beats the target (α* settled) or beats it by less than half the tolerance in σ (:meth:`_within_rtol`).
+        If it does not settle (the optimum follows a kink of ε(α), e.g. the blow-up of a subsampled Gaussian's
+        moments), Brent's method on the local minimum itself."""
         value, alpha = self.local(window, noise)
         for _ in range(_ENVELOPE_STEPS):
             step = self._calibrate(self.min_over(np.array([alpha])), noise, self.rtol * 1e-2, 1.001)
+            before = (noise, value)
             noise = min(noise, step)
             value, alpha = self.local(window, noise)
-            if value >= self.target * (1 - 1e-9):
+            if value >= self.target * (1 - 1e-9) or self._within_rtol(before, (noise, value)):
                 return noise
         return self._calibrate(lambda s: self.local(window, s)[0], noise, self.rtol, 1.0005)
+
+    def _within_rtol(self, before: tuple[float, float], now: tuple[float, float]) -> bool:
+        """Whether the noise ``now`` (feasible: its ε is below the target) is within half the tolerance of the root:
+        the ε it falls short by, over the slope of log ε in log σ measured between the two points (the envelope
+        steps' σ moves the local minimum along that slope)."""
+        (s0, e0), (s1, e1) = before, now
+        if not (s0 != s1 and 0.0 < e1 <= self.target and e0 > 0.0):
+            return False
+        slope = abs(math.log(e1 / e0) / math.log(s1 / s0))
+        return math.log(self.target / e1) <= 0.5 * self.rtol * slope
 
     def memo_curve(self, s: float) -> Callable[[np.ndarray], np.ndarray]:
         return lambda a: self.rdp_at(s, a)

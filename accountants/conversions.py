@@ -9,8 +9,8 @@
 Both minimise over a grid of orders and then, by default, refine continuously between the grid neighbours of the
 grid optimum: where the grid is itself a fine lattice around a smooth minimum, by the vertex of the polynomial
 through its own values (:func:`_settle_on_grid`), otherwise by vectorised zooms with a checked parabolic step
-(:func:`refine_order`); if the optimum is the largest order, the grid is first extended geometrically. Every candidate order gives a valid bound, so the refined
-value is valid and never above the grid value.
+(:func:`refine_order`); if the optimum is the largest order, the grid is first extended geometrically. Every
+candidate order gives a valid bound, so the refined value is valid and never above the grid value.
 """
 
 from __future__ import annotations
@@ -492,10 +492,10 @@ def _settle_on_grid(
 
     Returns (value, order, settled) per row: the vertex's value (∞ where none was evaluated), its order, and where
     the search may stop; the other rows zoom as before."""
-    value, order = np.full(k.size, np.inf), points[np.arange(k.size), k].copy()
+    value, order = np.full(k.size, np.inf), points[np.arange(k.size), k]
     settled = np.zeros(k.size, dtype=bool)
     rows = np.flatnonzero((k >= 2) & (k <= last - 2) & (last >= 6))
-    rows = rows[_smooth_at(values[rows], k[rows])]
+    rows = rows[_smooth_at(values[rows], k[rows])] if rows.size else rows
     if not rows.size:
         return value, order, settled
     seven = _polynomial_vertex(points[rows], values[rows], k[rows], last[rows], 7)
@@ -525,12 +525,14 @@ whose polynomials disagreed mostly above 0.1)."""
 
 def _smooth_at(values: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Whether |Δ⁴y| ≤ :data:`_SMOOTH_GRID`·Δ²y at k in each row (k − 2 … k + 2 exist)."""
-    at = k[:, None] + np.arange(-2, 3)
-    y = np.take_along_axis(values, at, axis=1)
-    second = y[:, 1] - 2.0 * y[:, 2] + y[:, 3]
+    y = values[np.arange(k.size)[:, None], k[:, None] + _STENCIL]
     with np.errstate(invalid="ignore"):
+        second = y[:, 1] - 2.0 * y[:, 2] + y[:, 3]
         fourth = y[:, 0] - 4.0 * y[:, 1] + 6.0 * y[:, 2] - 4.0 * y[:, 3] + y[:, 4]
         return np.asarray((second > 0.0) & (np.abs(fourth) <= _SMOOTH_GRID * second))
+
+
+_STENCIL = np.arange(-2, 3)
 
 
 def _predicted_well(y: np.ndarray, predicted: np.ndarray, value: np.ndarray) -> np.ndarray:
