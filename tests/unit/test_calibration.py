@@ -23,10 +23,13 @@ def curve_of(z, q=Q, steps=STEPS):
 
 
 @pytest.mark.parametrize("target", [1.0, 3.0, 8.0])
-def test_mnist_60_epochs_is_smallest_noise_meeting_target(target):
-    z = calibrate_rdp(curve_of, 1e-5, target).noise
-    assert epsilon_from_rdp(curve_of(z), 1e-5).value <= target
-    assert epsilon_from_rdp(curve_of(z * (1 - 1e-5)), 1e-5).value > target
+@pytest.mark.parametrize(("q", "steps", "delta"), [(Q, STEPS, 1e-5), (1e-4, 10**6, 1e-8), (0.01, 1000, 1e-6)])
+def test_rdp_calibration_is_smallest_noise_meeting_target_to_its_tolerance(target, q, steps, delta):
+    """One-sided and minimal to the default rtol (1e-6): the full conversion meets the target at σ and misses it at
+    σ·(1 − 1e-6) (MNIST, and runs whose optimal order sits at the knee of the curve or in the grid's smooth part)."""
+    z = calibrate_rdp(lambda s: curve_of(s, q, steps), delta, target).noise
+    assert epsilon_from_rdp(curve_of(z, q, steps), delta).value <= target
+    assert epsilon_from_rdp(curve_of(z * (1 - 1e-6), q, steps), delta).value > target
 
 
 @pytest.mark.parametrize("target", [1.0, 3.0, 8.0])
