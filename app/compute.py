@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -39,6 +40,8 @@ from .heavy import HeavyProcess, HeavyProcesses
 from .host import HostSlots
 from .problems import ApiProblem
 from .settings import Settings
+
+_log = logging.getLogger("dpcal.compute")
 
 RETRY_AFTER_SECONDS = 2
 _POLL_SECONDS = 0.2
@@ -296,9 +299,8 @@ class Compute:
         os.set_blocking(fd, True)
         try:
             outcome: tuple[str, Any] = await run_in_threadpool(running.connection.recv)
-        except EOFError:
-            code = running.process.exitcode
-            raise RuntimeError(f"the computation process ended without an answer (exit code {code})") from None
+        except (EOFError, OSError):  # the pipe closed (EOF) or was reset: the process died before it answered
+            raise process_died(running) from None
         return outcome
 
 
@@ -360,6 +362,22 @@ def share_used(settings: Settings, requester: str) -> ApiProblem:
         f"{requester} already runs {settings.heavy_per_principal} heavy computations here "
         f"(DPCAL_PRINCIPAL_MAX_HEAVY); retry after {RETRY_AFTER_SECONDS} s, or ask for accountant 'rdp'",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+def process_died(running: HeavyProcess) -> ApiProblem:
+    """The computation's process ended without an answer (killed from outside, out of memory, or unable to start):
+    logged with its exit code; the client may retry (a fresh process computes it)."""
+    code = None if running.process is None else running.process.exitcode
+    metrics.HEAVY_DIED.inc()
+    _log.error("a computation process ended without an answer (exit code %s)", code)
+    return ApiProblem(
+        503,
+        "computation-process-died",
+        "Computation process ended",
+        f"the process computing this answer ended without one (exit code {code}); retry after {RETRY_AFTER_SECONDS} s",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        exit_code=code,
     )
 
 

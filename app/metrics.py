@@ -34,6 +34,9 @@ OVERLOADED = Counter(
 )
 for _reason in OVERLOADED_REASONS:  # every series from the start (0), so a rate over them is defined
     OVERLOADED.labels(_reason)
+HEAVY_DIED = Counter(
+    "dpcal_heavy_died", "Heavy computations whose process ended without an answer (503 computation-process-died)"
+)
 HEAVY_RUNNING = Gauge("dpcal_heavy_running", "Heavy computations this server process runs now")
 CHEAP_RUNNING = Gauge("dpcal_cheap_running", "Cheap computations this server process runs now (DPCAL_MAX_CHEAP)")
 JOB_DURATION = Histogram(

@@ -116,3 +116,22 @@ def _unsupported() -> Exception:
     except Exception as error:
         return error
     raise AssertionError("unreachable")
+
+
+def test_a_process_that_ends_without_an_answer_is_a_named_503(tmp_path):
+    """The child's end of the pipe closes before any answer (the process died: killed, out of memory, could not
+    start): a 503 naming it, with Retry-After, never an unhandled error (a 500)."""
+    from app.problems import ApiProblem
+
+    compute = Compute(Settings(jobs_db=str(tmp_path / "jobs.sqlite3")))
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    os.write(writer.fileno(), struct.pack("!i", 1000))  # a header, then nothing: the answer never comes
+    writer.close()
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        try:
+            runner.run(compute._wait(_StayingClient(), HeavyProcess(None, reader)))  # type: ignore[arg-type]
+        except ApiProblem as problem:
+            assert (problem.status, problem.slug) == (503, "computation-process-died")
+            assert "Retry-After" in problem.headers
+        else:
+            raise AssertionError("a process without an answer was not reported")
