@@ -17,6 +17,7 @@ give (:data:`ACCOUNTANT_NAMES`, the HTTP enums) come from the table.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -107,8 +108,9 @@ class PlanAccounting:
     conversion: Conversion | None
     results: tuple[AccountantResult, ...]
 
-    @property
+    @functools.cached_property
     def curve(self) -> RdpCurve | None:
+        """The conversion's curve as reported (built once: a report and its statement both read it)."""
         return None if self.conversion is None else rdp_curve(self.conversion)
 
     @property
