@@ -174,10 +174,13 @@ zooms at once, ~1 kB per order) are not kept."""
 
 
 def _fractional_layout(orders: list[float], n_terms: list[int]) -> _Layout:
-    """:func:`_layout`, cached for batches of 2 to :data:`_CACHED_LAYOUT_ORDERS` orders (a grid, a zoom round; not
-    the single orders of a parabola's vertices, never asked twice)."""
+    """:func:`_layout`, cached for batches of 2 to :data:`_CACHED_LAYOUT_ORDERS` orders (a grid, a zoom round), and
+    for single orders in a small cache of their own (a calibration asks for one order at several noises; a
+    conversion's vertices, asked once, do not push grids out of the main cache)."""
     if 1 < len(orders) <= _CACHED_LAYOUT_ORDERS:
         return _cached_layout(tuple(orders), tuple(n_terms))
+    if len(orders) == 1:
+        return _single_order_layout(tuple(orders), tuple(n_terms))
     return _layout(tuple(orders), tuple(n_terms))
 
 
@@ -227,6 +230,7 @@ def _near_side(q: float, z: float, n_terms: int) -> np.ndarray:
 
 
 _cached_layout = lru_cache(maxsize=256)(_layout)
+_single_order_layout = lru_cache(maxsize=16)(_layout)
 
 
 def _far_side_points(alphas: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
