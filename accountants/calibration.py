@@ -68,62 +68,81 @@ def calibrate(
     target = check.positive("target_epsilon", target_epsilon)
     if not 0 < rtol < 0.1:
         raise ParameterError.single("rtol", "must be in (0, 0.1)", "(0, 0.1)", rtol)
-    low_end, high_end = (math.log(v) for v in search_range)
-    start = min(max(math.log(check.positive("initial", initial)), low_end), high_end)
-    evaluations = 0
-    cache: dict[float, float] = {}
-
-    def excess(log_noise: float) -> float:
-        nonlocal evaluations
-        if log_noise not in cache:
-            evaluations += 1
-            eps = float(epsilon_of(math.exp(log_noise)))
-            if math.isnan(eps):
-                raise CalibrationError(f"ε is undefined at {parameter}={math.exp(log_noise):.6g}")
-            cache[log_noise] = eps - target
-        return cache[log_noise]
-
     if not initial_step > 1.0:
         raise ParameterError.single("initial_step", "must be > 1", "> 1", initial_step)
-    lo = hi = start
-    step = math.log(initial_step)
-    while excess(hi) > 0.0:
-        if hi >= high_end:
-            top = excess(hi) + target
-            if math.isinf(top):
-                raise CalibrationError(
-                    f"target_epsilon={target:g} cannot be met: this accountant certifies no finite ε at this δ for "
-                    f"any {parameter} up to {math.exp(hi):.4g} (δ is below its error margin); raise δ, or ask for "
-                    "another accountant"
-                )
-            raise CalibrationError(
-                f"target_epsilon={target:g} cannot be met: even {parameter}={math.exp(hi):.4g} gives "
-                f"ε={top:.6g}, so the reachable targets are ε ≥ {top:.6g}; raise the target or δ, or reduce the "
-                "number of steps"
-            )
-        lo, hi, step = hi, min(hi + step, high_end), step * 2.0
-    step = math.log(initial_step)
-    while lo == hi or excess(lo) <= 0.0:
-        if lo <= low_end:
-            raise CalibrationError(
-                f"target_epsilon={target:g} is met even at {parameter}={math.exp(lo):.4g}, the bottom of the search "
-                f"range: the target does not constrain the noise (check δ and the other parameters)"
-            )
-        hi, lo, step = lo, max(lo - step, low_end), step * 2.0
+    low_end, high_end = (math.log(v) for v in search_range)
+    start = min(max(math.log(check.positive("initial", initial)), low_end), high_end)
+    excess = _Excess(epsilon_of, target, parameter)
+    lo, hi = _bracket(excess, start, math.log(initial_step), (low_end, high_end))
     # Brent needs finite values: where no finite ε is certified (∞), a large finite excess keeps its steps defined
     root = optimize.brentq(lambda x: min(excess(x), 1e300), lo, hi, xtol=rtol, rtol=4 * np.finfo(float).eps)
     excess(root)
     # one-sided: the answer is the smallest feasible point evaluated, bisected against the largest infeasible one
     # below it until they are rtol apart (Brent's last steps normally leave them closer than that already)
-    hi = min(x for x, e in cache.items() if e <= 0.0)
-    lo = max((x for x, e in cache.items() if e > 0.0 and x < hi), default=lo)
+    hi = min(x for x, e in excess.cache.items() if e <= 0.0)
+    lo = max((x for x, e in excess.cache.items() if e > 0.0 and x < hi), default=lo)
     while hi - lo > rtol:
         mid = 0.5 * (lo + hi)
         if excess(mid) <= 0.0:
             hi = mid
         else:
             lo = mid
-    return Calibration(noise=math.exp(hi), epsilon=excess(hi) + target, evaluations=evaluations)
+    return Calibration(noise=math.exp(hi), epsilon=excess(hi) + target, evaluations=len(excess.cache))
+
+
+class _Excess:
+    """ε(e^x) − target at log noise x, each x computed once (a NaN ε is a :class:`CalibrationError`)."""
+
+    def __init__(self, epsilon_of: Callable[[float], float], target: float, parameter: str) -> None:
+        self.epsilon_of, self.target, self.parameter = epsilon_of, target, parameter
+        self.cache: dict[float, float] = {}
+
+    def __call__(self, log_noise: float) -> float:
+        if log_noise not in self.cache:
+            eps = float(self.epsilon_of(math.exp(log_noise)))
+            if math.isnan(eps):
+                raise CalibrationError(f"ε is undefined at {self.parameter}={math.exp(log_noise):.6g}")
+            self.cache[log_noise] = eps - self.target
+        return self.cache[log_noise]
+
+
+def _bracket(excess: _Excess, start: float, step: float, ends: tuple[float, float]) -> tuple[float, float]:
+    """(lo, hi) in log noise with the target missed at lo and met at hi: from ``start``, up by ``step``, then its
+    double, … until met (infeasible at the top of the range), then down likewise until missed (unconstrained at the
+    bottom)."""
+    low_end, high_end = ends
+    lo = hi = start
+    grow = step
+    while excess(hi) > 0.0:
+        if hi >= high_end:
+            raise _infeasible(excess, hi)
+        lo, hi, grow = hi, min(hi + grow, high_end), grow * 2.0
+    grow = step
+    while lo == hi or excess(lo) <= 0.0:
+        if lo <= low_end:
+            raise CalibrationError(
+                f"target_epsilon={excess.target:g} is met even at {excess.parameter}={math.exp(lo):.4g}, the bottom "
+                "of the search range: the target does not constrain the noise (check δ and the other parameters)"
+            )
+        hi, lo, grow = lo, max(lo - grow, low_end), grow * 2.0
+    return lo, hi
+
+
+def _infeasible(excess: _Excess, top: float) -> CalibrationError:
+    """The target is not met at the top of the search range (log noise ``top``): why, and what is reachable."""
+    target, parameter = excess.target, excess.parameter
+    reached = excess(top) + target
+    if math.isinf(reached):
+        return CalibrationError(
+            f"target_epsilon={target:g} cannot be met: this accountant certifies no finite ε at this δ for "
+            f"any {parameter} up to {math.exp(top):.4g} (δ is below its error margin); raise δ, or ask for "
+            "another accountant"
+        )
+    return CalibrationError(
+        f"target_epsilon={target:g} cannot be met: even {parameter}={math.exp(top):.4g} gives "
+        f"ε={reached:.6g}, so the reachable targets are ε ≥ {reached:.6g}; raise the target or δ, or reduce the "
+        "number of steps"
+    )
 
 
 # -- Rényi curves -------------------------------------------------------------------------------------------------
