@@ -424,11 +424,7 @@ class _Passes:
         hint: tuple[float, float] | None = None  # (guess, window bottom) from the last pass
         last_grid = math.inf
         if start is not None:
-            self._build(grid * PROBE_KNOTS / START_KNOTS)  # K(θ) tabulated on coarse leaves (no composition)
-            guess = start
-            target = self._target_grid(guess)
-            grid = grid if grid <= target * 1.25 else target  # the grid a probe would have led to
-            hint, last_grid = (guess, max(0.0, START_LOW * guess - 4.0 * grid)), grid * 2.0
+            grid, hint, last_grid = self._started(start, grid)
         passes = 0
         best: PldAnswer | None = None
         probe_limit = PROBE_POINTS
@@ -437,19 +433,8 @@ class _Passes:
             try:
                 answer = self._one_pass(grid, hint, limit)
             except WindowTooWide as wide:
-                grid *= wide.size / limit * 1.05
-                if hint is None and grid > self.widest / PROBE_MIN_KNOTS and probe_limit < self.accuracy.max_points:
-                    # a long composition: a wider probe window rather than a grid too coarse to mean anything
-                    grid, probe_limit = self.widest / PROBE_MIN_KNOTS, self.accuracy.max_points
-                if grid > self.widest / MIN_LEAF_KNOTS:
-                    raise ParameterError.single(
-                        "event",
-                        "is a composition too wide for the PLD accountant: its window needs more than "
-                        f"{limit} knots even at a grid leaving {MIN_LEAF_KNOTS} knots across a release",
-                    ) from wide
-                if hint is None:
-                    self.log_mgf = None  # tabulate K(θ) again on the coarser probe grid
-                elif grid >= last_grid / 1.25:
+                grid, probe_limit = self._widened(wide, grid, limit, hint is None, probe_limit)
+                if hint is not None and grid >= last_grid / 1.25:
                     if best is None:  # a start too fine for the window: probe instead
                         yield from self._passes()
                     return  # no finer grid fits: the last answer yielded stands
@@ -462,19 +447,57 @@ class _Passes:
                 best = answer  # every pass's answer is certified: the smallest is reported
                 self.best_plan = self.last_plan
             yield replace(best, passes=passes)
-            value = answer.value if self.delta is not None else float(self.epsilon or 0.0)
-            target = self._target_grid(value)
-            exact = self.delta is not None and answer.value == 0.0  # δ(0) ≤ δ is certified: ε = 0
-            if grid <= target * 1.25 or exact or passes >= MAX_PASSES or not math.isfinite(answer.value):
+            following = self._following(answer, grid, passes)
+            if following is None:
                 return
-            low = max(0.0, answer.value - 4.0 * grid - 2.0 * self.steps * grid * grid)
-            hint, last_grid = (answer.value, low), grid
-            retabulate = self.log_mgf is None or self.log_mgf.built != self.last_built  # (not the probe's own leaves)
-            if retabulate and sum(leaf.size for _, leaf in self.last_built) <= RETABULATE_KNOTS:
-                # K(θ) again on this pass's finer leaves: coarse pessimistic leaves overstate K at large θ where
-                # the loss has a heavy right tail, which misplaces the tilt and the window of the next pass
-                self.log_mgf = LogMgf(self.last_built)
-            grid = target if grid / target <= 2 * MAX_REFINEMENT else grid / MAX_REFINEMENT
+            grid, hint, last_grid = following
+
+    def _started(self, start: float, grid: float) -> tuple[float, tuple[float, float], float]:
+        """(grid, hint, last grid) of a first pass around a nearby ε ``start``: K(θ) tabulated on coarse leaves (no
+        composition), the grid a probe would have led to, the window from below the start."""
+        self._build(grid * PROBE_KNOTS / START_KNOTS)
+        target = self._target_grid(start)
+        grid = grid if grid <= target * 1.25 else target
+        return grid, (start, max(0.0, START_LOW * start - 4.0 * grid)), grid * 2.0
+
+    def _widened(
+        self, wide: WindowTooWide, grid: float, limit: int, probing: bool, probe_limit: int
+    ) -> tuple[float, int]:
+        """(grid, probe limit) after a window too wide for ``limit`` knots: a grid coarse enough to fit it (for a
+        long composition's probe, a wider window instead of a grid too coarse to mean anything); a
+        :class:`ParameterError` where even a grid leaving :data:`MIN_LEAF_KNOTS` knots across a release does not
+        fit."""
+        grid *= wide.size / limit * 1.05
+        if probing and grid > self.widest / PROBE_MIN_KNOTS and probe_limit < self.accuracy.max_points:
+            grid, probe_limit = self.widest / PROBE_MIN_KNOTS, self.accuracy.max_points
+        if grid > self.widest / MIN_LEAF_KNOTS:
+            raise ParameterError.single(
+                "event",
+                "is a composition too wide for the PLD accountant: its window needs more than "
+                f"{limit} knots even at a grid leaving {MIN_LEAF_KNOTS} knots across a release",
+            ) from wide
+        if probing:
+            self.log_mgf = None  # tabulate K(θ) again on the coarser probe grid
+        return grid, probe_limit
+
+    def _following(
+        self, answer: PldAnswer, grid: float, passes: int
+    ) -> tuple[float, tuple[float, float], float] | None:
+        """(grid, hint, last grid) of the pass after one on ``grid`` that gave ``answer``; None where that grid met
+        the accuracy's (or ε = 0 is exact, or the passes are used up, or no finite ε was certified)."""
+        value = answer.value if self.delta is not None else float(self.epsilon or 0.0)
+        target = self._target_grid(value)
+        exact = self.delta is not None and answer.value == 0.0  # δ(0) ≤ δ is certified: ε = 0
+        if grid <= target * 1.25 or exact or passes >= MAX_PASSES or not math.isfinite(answer.value):
+            return None
+        low = max(0.0, answer.value - 4.0 * grid - 2.0 * self.steps * grid * grid)
+        retabulate = self.log_mgf is None or self.log_mgf.built != self.last_built  # (not the probe's own leaves)
+        if retabulate and sum(leaf.size for _, leaf in self.last_built) <= RETABULATE_KNOTS:
+            # K(θ) again on this pass's finer leaves: coarse pessimistic leaves overstate K at large θ where
+            # the loss has a heavy right tail, which misplaces the tilt and the window of the next pass
+            self.log_mgf = LogMgf(self.last_built)
+        finer = target if grid / target <= 2 * MAX_REFINEMENT else grid / MAX_REFINEMENT
+        return finer, (answer.value, low), grid
 
     def lower_epsilon(self) -> float | None:
         """A certified lower bound on this direction's exact ε at δ (:mod:`accountants.pld.lower`): the optimistic
