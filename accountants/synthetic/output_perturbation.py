@@ -480,45 +480,80 @@ def audit_releases(
     Algorithm 5 for c-c), computed from the centre x̃₀ = 0; later phases are post-processing. The base solver is exact,
     or (worst_case) moves each solution by the full accuracy the privacy proof allows, apart from the other one."""
     rng = audit_rng(seed)
-    first = phases[0]
     if problem_class == "strongly-convex":
-        n, d, radius = problem["records"], problem["dimension"], problem["radius"]
-        data = radius * sphere(rng, (n, d))
-        mean_in = data.mean(axis=0)
-        mean_out = mean_in - 2.0 * data[0] / n
-        return [_apart(mean_in, mean_out, first, first["accuracy"] if worst_case else 0.0)]
+        return _audit_strongly_convex(problem, phases, worst_case, rng)
     if problem_class == "convex":
-        d, rank, s, nbar = problem["dimension"], problem["rank"], problem["feature_norm"], problem["block"]
-        theta, eta = np.array(problem["theta"]), problem["label_noise"]
-        feats = np.zeros((nbar, d))
-        feats[:, :rank] = s * sphere(rng, (nbar, rank))
-        labels = feats @ theta + rng.uniform(-eta, eta, nbar)
-        h = feats.T @ feats / nbar + first["mu_k"] * np.eye(d)
-        g = feats.T @ labels / nbar
-        g_out = g - 2.0 * feats[0] * labels[0] / nbar
-        sol = ball_quadratic(np.stack([h, h]), np.stack([g, g_out]), problem["radius"])
-        slack = first["accuracy"] * (1.0 - 1e-9) if worst_case else 0.0  # the QP is exact to rounding
-        return [_apart(sol[0], sol[1], first, slack)]
+        return _audit_convex(problem, phases, worst_case, rng)
     if problem_class == "sc-sc":
-        mux, muy = problem["mu_x"], problem["mu_y"]
-        mats = sc_sc_matrices(problem, mux, muy)
-        n, beta = problem["records"], problem["spread"]
-        b0, c0 = np.array(problem["b0"]), np.array(problem["c0"])
-        dx, dy = b0.size, c0.size
-        u, v = sphere(rng, (n, dx)), sphere(rng, (n, dy))
-        b, c = b0 + beta * u.mean(axis=0), c0 + beta * v.mean(axis=0)
-        b_out, c_out = b - 2.0 * beta * u[0] / n, c - 2.0 * beta * v[0] / n
-        z = sc_sc_saddle(mats["m"], np.stack([b, b_out]), np.stack([c, c_out]))
-        weights = np.concatenate([np.full(dx, mux), np.full(dy, muy)])
-        slack = math.sqrt(first["accuracy"]) if worst_case else 0.0  # the weighted norm of each solver error
-        gap = z[0] - z[1]
-        norm_w = math.sqrt(float(np.sum(weights * gap * gap)))
-        shift = slack * gap / norm_w if norm_w > 0 else np.zeros_like(gap)
-        zin, zout = z[0] + shift, z[1] - shift
-        return [
-            {"mean_in": zin[:dx].tolist(), "mean_out": zout[:dx].tolist(), "sigma": phases[0]["sigma"]},
-            {"mean_in": zin[dx:].tolist(), "mean_out": zout[dx:].tolist(), "sigma": phases[1]["sigma"]},
-        ]
+        return _audit_sc_sc(problem, phases, worst_case, rng)
+    return _audit_bilinear(problem_class, problem, phases, worst_case, rng)
+
+
+Phases = list[Mapping[str, Any]]
+
+
+def _audit_strongly_convex(
+    problem: Mapping[str, Any], phases: Phases, worst_case: bool, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """The mean of the records: D′ moves it by −2ξ₁/n."""
+    first = phases[0]
+    n, d, radius = problem["records"], problem["dimension"], problem["radius"]
+    data = radius * sphere(rng, (n, d))
+    mean_in = data.mean(axis=0)
+    mean_out = mean_in - 2.0 * data[0] / n
+    return [_apart(mean_in, mean_out, first, first["accuracy"] if worst_case else 0.0)]
+
+
+def _audit_convex(
+    problem: Mapping[str, Any], phases: Phases, worst_case: bool, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """Regularised least squares on block 1 (b₁ → −b₁ on D′), solved exactly on the ball."""
+    first = phases[0]
+    d, rank, s, nbar = problem["dimension"], problem["rank"], problem["feature_norm"], problem["block"]
+    theta, eta = np.array(problem["theta"]), problem["label_noise"]
+    feats = np.zeros((nbar, d))
+    feats[:, :rank] = s * sphere(rng, (nbar, rank))
+    labels = feats @ theta + rng.uniform(-eta, eta, nbar)
+    h = feats.T @ feats / nbar + first["mu_k"] * np.eye(d)
+    g = feats.T @ labels / nbar
+    g_out = g - 2.0 * feats[0] * labels[0] / nbar
+    sol = ball_quadratic(np.stack([h, h]), np.stack([g, g_out]), problem["radius"])
+    slack = first["accuracy"] * (1.0 - 1e-9) if worst_case else 0.0  # the QP is exact to rounding
+    return [_apart(sol[0], sol[1], first, slack)]
+
+
+def _audit_sc_sc(
+    problem: Mapping[str, Any], phases: Phases, worst_case: bool, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """The strongly-convex–strongly-concave saddle point: its x and y parts are the two releases."""
+    first = phases[0]
+    mux, muy = problem["mu_x"], problem["mu_y"]
+    mats = sc_sc_matrices(problem, mux, muy)
+    n, beta = problem["records"], problem["spread"]
+    b0, c0 = np.array(problem["b0"]), np.array(problem["c0"])
+    dx, dy = b0.size, c0.size
+    u, v = sphere(rng, (n, dx)), sphere(rng, (n, dy))
+    b, c = b0 + beta * u.mean(axis=0), c0 + beta * v.mean(axis=0)
+    b_out, c_out = b - 2.0 * beta * u[0] / n, c - 2.0 * beta * v[0] / n
+    z = sc_sc_saddle(mats["m"], np.stack([b, b_out]), np.stack([c, c_out]))
+    weights = np.concatenate([np.full(dx, mux), np.full(dy, muy)])
+    slack = math.sqrt(first["accuracy"]) if worst_case else 0.0  # the weighted norm of each solver error
+    gap = z[0] - z[1]
+    norm_w = math.sqrt(float(np.sum(weights * gap * gap)))
+    shift = slack * gap / norm_w if norm_w > 0 else np.zeros_like(gap)
+    zin, zout = z[0] + shift, z[1] - shift
+    return [
+        {"mean_in": zin[:dx].tolist(), "mean_out": zout[:dx].tolist(), "sigma": phases[0]["sigma"]},
+        {"mean_in": zin[dx:].tolist(), "mean_out": zout[dx:].tolist(), "sigma": phases[1]["sigma"]},
+    ]
+
+
+def _audit_bilinear(
+    problem_class: str, problem: Mapping[str, Any], phases: Phases, worst_case: bool, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """The bilinear saddle problems (c-c: x̃₁ and Algorithm 5's ỹ₁; c-sc: x̃₁), by the proximal extragradient to the
+    audit's tolerance; the worst case moves each by what the accuracy allows beyond that tolerance."""
+    first = phases[0]
     a, b0, c0 = np.array(problem["a"]), np.array(problem["b0"]), np.array(problem["c0"])
     beta, radius, nbar = problem["spread"], problem["radius"], problem["block"]
     dx, dy = a.shape
@@ -526,16 +561,15 @@ def audit_releases(
     b, c = b0 + beta * u.mean(axis=0), c0 + beta * v.mean(axis=0)
     bb = np.stack([b, b - 2.0 * beta * u[0] / nbar])
     cc = np.stack([c, c - 2.0 * beta * v[0] / nbar])
-    tol = problem["audit_tol"]
-    cap = problem["audit_cap"]
+    tol, cap = problem["audit_tol"], problem["audit_cap"]
     zx, zy = np.zeros((2, dx)), np.zeros((2, dy))
-    out = []
     if problem_class == "c-c":
         mu = problem["regularization"]
         alg5 = next(p for p in phases if p["algorithm"] == "Algorithm 5")
         x, _, _ = prox_extragradient(a, bb, cc, first["mu_k"], zx, mu, zy, radius, tol, cap)
         _, y, _ = prox_extragradient(a, bb, cc, mu, zx, alg5["mu_k"], zy, radius, tol, cap)
         heavy = max(first["mu_k"], mu)
+        out = []
         for sol, release in ((x, first), (y, alg5)):
             slack = max(0.0, math.sqrt(release["accuracy"]) - math.sqrt(heavy) * tol) / math.sqrt(release["mu_k"])
             out.append(_apart(sol[0], sol[1], release, slack if worst_case else 0.0))
