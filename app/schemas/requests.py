@@ -164,67 +164,73 @@ UTILITY_FIELDS: dict[str, Any] = {}
 JobCheck = Literal["utility", "privacy-audit"]
 
 
+JOB_RUN_FIELDS: dict[str, Any] = {
+    "target_epsilon": (
+        float | None,
+        Field(
+            None,
+            gt=0,
+            le=1e4,
+            examples=[1.0],
+            description="Calibrate the noise for this ε at δ first (the noise in params is then ignored); "
+            "without it, params must carry the noise.",
+        ),
+    ),
+    "checks": (
+        list[JobCheck],
+        Field(
+            ["utility", "privacy-audit"],
+            min_length=1,
+            max_length=2,
+            examples=[["utility", "privacy-audit"]],
+            description="utility: measured against the predicted bound; privacy-audit: an empirical lower "
+            "bound on ε from a membership test on neighbouring datasets.",
+        ),
+    ),
+    "trials": (
+        int,
+        Field(
+            1000,
+            ge=2,
+            examples=[1000],
+            description="Trials; each runs the algorithm once on D and once on its neighbour D′. At most "
+            "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated running time at most DPCAL_JOB_MAX_SECONDS.",
+        ),
+    ),
+    "target_power": (
+        float | None,
+        Field(
+            None,
+            gt=0,
+            le=1,
+            examples=[None],
+            description="Size the audit instead of giving trials: the trials with which the audit is expected to "
+            "certify ε ≥ target_power × the accounted ε (trials is then ignored; the answer's progress.total says "
+            "how many). Refused (422) where that is beyond DPCAL_JOB_MAX_TRIALS even for a perfect test, or "
+            "where the audit's power is not known before running (it is for an exact Gaussian transcript: dp-sgd "
+            "with full batches): then the refusal says how many trials a perfect test would need (a lower bound).",
+        ),
+    ),
+    "seed": (
+        int,
+        Field(
+            0,
+            ge=0,
+            le=2**63 - 1,
+            examples=[0],
+            description="Seed of every random stream: the result depends on it and the request only.",
+        ),
+    ),
+}
+"""The fields of a verification-job request that every family shares (besides ``delta`` and ``problem``)."""
+
+
 def job_fields(family: AlgorithmFamily[Any]) -> dict[str, Any]:
     """Fields of a verification-job request; ``problem`` is the family simulator's problem model."""
     problem_model: Any = family.simulator.problem_model if family.simulator is not None else dict[str, Any]
     return {
         "delta": PRIVACY_FIELDS["delta"],
-        "target_epsilon": (
-            float | None,
-            Field(
-                None,
-                gt=0,
-                le=1e4,
-                examples=[1.0],
-                description="Calibrate the noise for this ε at δ first (the noise in params is then ignored); "
-                "without it, params must carry the noise.",
-            ),
-        ),
-        "checks": (
-            list[JobCheck],
-            Field(
-                ["utility", "privacy-audit"],
-                min_length=1,
-                max_length=2,
-                examples=[["utility", "privacy-audit"]],
-                description="utility: measured against the predicted bound; privacy-audit: an empirical lower "
-                "bound on ε from a membership test on neighbouring datasets.",
-            ),
-        ),
-        "trials": (
-            int,
-            Field(
-                1000,
-                ge=2,
-                examples=[1000],
-                description="Trials; each runs the algorithm once on D and once on its neighbour D′. At most "
-                "DPCAL_JOB_MAX_TRIALS (default 200000), and the estimated running time at most DPCAL_JOB_MAX_SECONDS.",
-            ),
-        ),
-        "target_power": (
-            float | None,
-            Field(
-                None,
-                gt=0,
-                le=1,
-                examples=[None],
-                description="Size the audit instead of giving trials: the trials with which the audit is expected to "
-                "certify ε ≥ target_power × the accounted ε (trials is then ignored; the answer's progress.total says "
-                "how many). Refused (422) where that is beyond DPCAL_JOB_MAX_TRIALS even for a perfect test, or "
-                "where the audit's power is not known before running (it is for an exact Gaussian transcript: dp-sgd "
-                "with full batches): then the refusal says how many trials a perfect test would need (a lower bound).",
-            ),
-        ),
-        "seed": (
-            int,
-            Field(
-                0,
-                ge=0,
-                le=2**63 - 1,
-                examples=[0],
-                description="Seed of every random stream: the result depends on it and the request only.",
-            ),
-        ),
+        **JOB_RUN_FIELDS,
         "problem": (
             problem_model | None,
             Field(None, description="Settings of the synthetic problem (defaults for every one).", examples=[{}]),
