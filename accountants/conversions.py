@@ -476,7 +476,8 @@ def _optimise_rows(
 _SETTLE_EXCESS = 1e-10
 """:func:`_settle_on_grid` evaluates the grid polynomial's vertex only where its estimated excess over the minimum is
 at most this, relative: ½·f''·d², with d the distance from the five-point polynomial's vertex (the lower-order
-model's error bounds the higher one's) and f'' the grid's second difference."""
+model's distance taken as the higher one's error, a heuristic: the vertex is then checked as a zoom round's is) and
+f'' the grid's second difference."""
 
 
 def _settle_on_grid(
