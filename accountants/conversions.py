@@ -525,12 +525,13 @@ whose polynomials disagreed mostly above 0.1)."""
 
 
 def _smooth_at(values: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Whether |Δ⁴y| ≤ :data:`_SMOOTH_GRID`·Δ²y at k in each row (k − 2 … k + 2 exist)."""
+    """Whether |Δ⁴y| ≤ :data:`_SMOOTH_GRID`·Δ²y at k in each row (k − 2 … k + 2 exist), both finite."""
     y = values[np.arange(k.size)[:, None], k[:, None] + _STENCIL]
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # values near the float range: not smooth (∞ or NaN below)
         second = y[:, 1] - 2.0 * y[:, 2] + y[:, 3]
         fourth = y[:, 0] - 4.0 * y[:, 1] + 6.0 * y[:, 2] - 4.0 * y[:, 3] + y[:, 4]
-        return np.asarray((second > 0.0) & (np.abs(fourth) <= _SMOOTH_GRID * second))
+        finite = np.isfinite(second) & np.isfinite(fourth)
+        return np.asarray(finite & (second > 0.0) & (np.abs(fourth) <= _SMOOTH_GRID * second))
 
 
 _STENCIL = np.arange(-2, 3)

@@ -186,6 +186,22 @@ def test_grid_lattice_settles_where_smooth_with_the_zooms_answer(monkeypatch, q,
     assert settled.optimal_order == pytest.approx(zoomed.optimal_order, rel=1e-4)
 
 
+def test_values_near_the_float_range_do_not_overflow_the_grid_lattice_check():
+    """A curve whose values near its optimum are within a factor 4 of the largest double (a fuzzed composition met
+    one): the grid's differences overflow; no warning (an error under the service's tests), the zoom decides."""
+    import warnings
+
+    def curve(a):
+        a = np.asarray(a, dtype=float)
+        return 1.2e308 + 1e305 * np.minimum((a - 5.0) ** 2, 100.0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = epsilon_from_rdp(curve, 1e-5)
+    assert 4.8 < result.optimal_order < 5.2
+    assert result.value == pytest.approx(1.2e308, rel=1e-2)
+
+
 def test_rows_are_converted_as_each_alone():
     """Several curves converted together (ε over training) get each exactly the answer it gets alone."""
     from accountants.conversions import epsilon_from_rdp_rows
