@@ -301,7 +301,7 @@ class _RdpSearch:
         the ε it falls short by, over the slope of log ε in log σ measured between the two points (the envelope
         steps' σ moves the local minimum along that slope)."""
         (s0, e0), (s1, e1) = before, now
-        if not (s0 != s1 and 0.0 < e1 <= self.target and e0 > 0.0):
+        if not (s0 != s1 and 0.0 < e1 <= self.target and 0.0 < e0 < math.inf):
             return False
         slope = abs(math.log(e1 / e0) / math.log(s1 / s0))
         return math.log(self.target / e1) <= 0.5 * self.rtol * slope
