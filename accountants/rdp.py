@@ -88,6 +88,10 @@ from .mechanisms.laplace import laplace_rdp
 from .mechanisms.pure_composition import bounded_range_rdp, pure_dp_rdp, randomized_response_rdp
 
 Neighbouring = Literal["add-remove", "replace-one"]
+StatedNeighbouring = Literal["add-remove", "replace-one", "zero-out"]
+"""The relations an answer may state: the accountants' two, and zero-out (a record's data replaced by zeros — the
+convention of matrix mechanisms, dp_accounting's REPLACE_SPECIAL), which a family states where its releases give
+the same pairs of output distributions as add-remove and its plan is read under add-remove."""
 NEIGHBOURING_RELATIONS: tuple[str, ...] = get_args(Neighbouring)
 
 Curve = Callable[[np.ndarray], np.ndarray]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .errors import UnsupportedAccountantError
 
 if TYPE_CHECKING:
-    from .rdp import Neighbouring
+    from .rdp import StatedNeighbouring
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Noise:
 class Conventions:
     """Conventions behind the number: neighbouring relation, steps, sampling, definition of the multiplier."""
 
-    neighbouring: Neighbouring
+    neighbouring: StatedNeighbouring
     steps: int
     step_rule: str
     sampling: str

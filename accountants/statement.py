@@ -13,6 +13,8 @@ RELATIONS = {
     "add-remove": "two datasets are neighbours when one is the other with one example added or removed",
     "replace-one": "two datasets are neighbours when one is the other with one example replaced by another "
     "(the dataset size is public)",
+    "zero-out": "two datasets are neighbours when one is the other with one example's data replaced by zeros (for "
+    "these releases the same pairs of output distributions as adding or removing the example)",
 }
 
 

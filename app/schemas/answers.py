@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from accountants.rdp import Neighbouring
+from accountants.rdp import StatedNeighbouring
 from accountants.reports import Guarantee
 
 from .common import Out
@@ -77,7 +77,7 @@ class NoiseOut(Out):
 
 
 class ConventionsOut(Out):
-    neighbouring: Neighbouring = Field(
+    neighbouring: StatedNeighbouring = Field(
         description="Neighbouring relation of the guarantee (the value a request's neighbouring takes).",
         examples=["add-remove"],
     )

@@ -40,6 +40,14 @@ function options(property) {
   return null;
 }
 
+/** Objects and arrays (e.g. dp-mf's strategy): edited as JSON text. */
+function isStructured(property) {
+  const variants = property.oneOf || property.anyOf || [property];
+  return variants.some((v) => v.$ref || v.type === "object" || v.type === "array");
+}
+
+const shown = (value) => (typeof value === "object" ? JSON.stringify(value) : String(value));
+
 function isNumeric(property) {
   return (property.anyOf || [property]).some((v) => v.type === "number" || v.type === "integer");
 }
@@ -76,7 +84,7 @@ function buildFields(values) {
     input.dataset.param = name;
     input.setAttribute("aria-describedby", `${id}-hint`);
     const value = values[name];
-    input.value = value === undefined || value === null ? "" : String(value);
+    input.value = value === undefined || value === null ? "" : shown(value);
     const unit = property["x-unit"] ? `${property["x-unit"]}. ` : "";
     row.append(input, text("span", unit + (property.description || ""), { id: `${id}-hint`, class: "hint" }));
     container.append(row);
@@ -101,11 +109,20 @@ function params() {
     const raw = input.value.trim();
     if (raw === "" || hidden.has(name)) continue;
     const property = detail.parameters.properties[name];
-    if (raw === "true" || raw === "false") out[name] = raw === "true";
+    if (isStructured(property)) out[name] = parsedOr(raw);
+    else if (raw === "true" || raw === "false") out[name] = raw === "true";
     else if (isNumeric(property) && raw !== "" && Number.isFinite(Number(raw))) out[name] = Number(raw);
     else out[name] = raw; // the service names the field and the rule if it is not valid
   }
   return out;
+}
+
+function parsedOr(raw) {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw; // the service names the field and the rule
+  }
 }
 
 function request() {
@@ -123,7 +140,7 @@ function saveState() {
     algorithm: detail.id, mode: mode(), delta: $("#delta").value, accountant: $("#accountant").value,
   });
   if (mode() === "calibrate") query.set("target_epsilon", $("#target_epsilon").value);
-  for (const [name, value] of Object.entries(params())) query.set(`p.${name}`, String(value));
+  for (const [name, value] of Object.entries(params())) query.set(`p.${name}`, shown(value));
   history.replaceState(null, "", `${location.pathname}?${query}`);
 }
 

@@ -4,12 +4,15 @@ plot, a change of algorithm, no request off the loopback address, and an axe-cor
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+from accountants import registry
 
 from ..support.browser import CHROMIUM, FLAGS
 from ..support.server import ROOT
@@ -88,6 +91,12 @@ def test_the_calculator_computes_plots_and_stays_on_loopback(browser, live_serve
     assert len(messages) == 1 and messages[0].startswith("params.batch_size: must not exceed dataset_size"), messages
     page.fill("#param-batch_size", "256")
     _answer_is(page, sigma)
+
+    # an object field (dp-mf's strategy) is edited as JSON and sent as an object
+    page.select_option("#algorithm", "dp-mf")
+    _answer_is(page, _calibrated(http, "dp-mf"))
+    assert json.loads(page.input_value("#param-strategy")) == dict(registry.get("dp-mf").example)["strategy"]
+    assert "zero-out" in page.text_content("#conventions")
 
     # another algorithm: its own form and answer
     page.select_option("#algorithm", "phased-output-perturbation")

@@ -1,0 +1,14 @@
+"""``dp-mf``: the matrix-factorisation mechanism (DP-FTRL, BandMF): correlated noise C·G + Z released about the
+steps' clipped gradient sums G, the iterates its post-processing.
+
+Modules: ``strategies`` (the encoders C and their Gram matrices), ``sensitivity`` (Δ under a participation pattern:
+exact or a certified bracket), ``params``, ``privacy`` (the event tree: DP-SGD's for C = I, the amplified banded
+reduction, or one Gaussian), ``text`` (wording), ``family``, ``card.toml``.
+"""
+
+from __future__ import annotations
+
+from .family import DpMf
+from .params import DpMfParams
+
+__all__ = ["DpMf", "DpMfParams"]

@@ -1,0 +1,205 @@
+"""What the matrix-factorisation mechanism releases about one record, as an event tree the spine reads.
+
+Three routes, chosen from the strategy and the participation (never from the noise, so a calibration stays on one):
+
+* **identity** strategy: DP-SGD's own tree (:func:`accountants.families.dp_sgd.privacy.mechanism`) for the loader
+  with the same participation, at the per-step multiplier z·Δ — the same events, hence the same answers;
+* **amplified banded** (``cyclic-poisson``, columns of C in one residue class mod the bands orthogonal): a record
+  of group g is sampled with probability q at steps g, g + b, …, each time meeting noise independent of its other
+  steps, so the release is ⌈T/b⌉ Poisson-subsampled Gaussians at z over one participation's sensitivity (the largest
+  column norm) — the reduction of Choquette-Choo et al. 2023 (arXiv 2306.08153, Thm. 4; jax_privacy's
+  ``amplified_bandmf_event``);
+* **Gaussian**: otherwise one Gaussian release of C·G at z over the sensitivity under the pattern (exact GDP
+  μ = 1/z); for Poisson-type participation this claims no amplification (a record may join any step: the pattern
+  allows every step, or one per epoch for balls-in-bins).
+
+Zero-out neighbours (a record's gradients replaced by zeros) give, for each of these releases, the same pairs of
+output distributions as adding or removing the record, so the plan is read under add-remove; replace-one doubles
+the sensitivity (the multiplier is relative to it, as dp-sgd's).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ParameterError
+from ...events import DpEvent, GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+from ...rdp import Neighbouring
+from ..dp_sgd import privacy as dp_sgd_privacy
+from ..dp_sgd.params import DpSgdParams, Sampler
+from . import strategies
+from .params import DpMfParams, IdentityStrategy, MatrixStrategy, Strategy, ToeplitzStrategy, TreeStrategy
+from .sensitivity import Pattern, Sensitivity, sensitivity
+
+IDENTITY_LOADERS: dict[str, Sampler] = {
+    "poisson": "poisson",
+    "cyclic-poisson": "poisson",
+    "single-epoch": "shuffle",
+    "cyclic": "shuffle",
+    "balls-in-bins": "balls-in-bins",
+}
+"""dp-sgd's loader with the same participation as an identity strategy's."""
+
+
+class Route(enum.Enum):
+    IDENTITY = "identity"
+    AMPLIFIED_BANDED = "amplified-banded"
+    GAUSSIAN = "gaussian"
+
+
+@dataclass(frozen=True)
+class Release:
+    """How the plan is built: the route, the sensitivity the multiplier is relative to (clip norm 1, before the
+    relation's doubling), the pattern it was computed for, and for amplified routes the sampling."""
+
+    route: Route
+    sensitivity: Sensitivity
+    pattern: Pattern
+    sampling_rate: float | None = None
+    rounds: int | None = None
+    groups: int | None = None
+    amplification_refused: str | None = None
+    """Why a Poisson-type participation is accounted without amplification (None where it is not)."""
+
+
+def spine_relation(p: DpMfParams) -> Neighbouring:
+    """The relation the spine reads the plan under (zero-out as add-remove)."""
+    return "replace-one" if p.neighbouring == "replace-one" else "add-remove"
+
+
+def mechanism(p: DpMfParams, release: Release, z: float) -> DpEvent:
+    """The releases about one record at multiplier z."""
+    if release.route is Route.IDENTITY:
+        return dp_sgd_privacy.mechanism(*identity_as_dp_sgd(p, release, z))
+    if release.route is Route.AMPLIFIED_BANDED:
+        assert release.sampling_rate is not None and release.rounds is not None
+        z_add_remove = 2.0 * z if p.neighbouring == "replace-one" else z
+        return SelfComposedEvent(
+            PoissonSampledEvent(release.sampling_rate, GaussianEvent(z_add_remove)), release.rounds
+        )
+    return GaussianEvent(z)
+
+
+def identity_as_dp_sgd(p: DpMfParams, release: Release, z: float) -> tuple[DpSgdParams, float, int]:
+    """dp-sgd's parameters, per-step multiplier and steps with the identity strategy's participation: per step the
+    noise is z·Δ (Δ = √k without amplification, 1 with it)."""
+    per_step = z * release.sensitivity.value
+    sgd = DpSgdParams(
+        dataset_size=p.dataset_size,
+        batch_size=p.batch_size,
+        steps=p.steps,
+        noise_multiplier=per_step,
+        sampling=IDENTITY_LOADERS[p.participation],
+        neighbouring=spine_relation(p),
+    )
+    return sgd, per_step, p.steps
+
+
+def release_of(p: DpMfParams) -> Release:
+    """The route and sensitivity for these hyperparameters (independent of the noise)."""
+    return _release(
+        p.strategy, p.steps, p.participation, p.dataset_size, p.batch_size, p.min_separation, p.max_participations
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _release(
+    strategy: Strategy,
+    steps: int,
+    participation: str,
+    dataset_size: int,
+    batch_size: int,
+    min_separation: int | None,
+    max_participations: int | None,
+) -> Release:
+    epoch = max(1, dataset_size // batch_size)
+    if isinstance(strategy, IdentityStrategy):
+        return _identity_release(steps, participation, epoch, min_separation, max_participations)
+    gram = gram_matrix(strategy, steps)
+    if participation == "cyclic-poisson":
+        groups = strategies.bands(encoder(strategy, steps)) if not isinstance(strategy, TreeStrategy) else steps
+        q = batch_size * groups / dataset_size
+        if q > 1.0:
+            raise ParameterError.single(
+                "batch_size",
+                f"cyclic-poisson samples each of {groups} groups (C's bands) at q = batch_size·{groups}/dataset_size, "
+                f"which exceeds 1 here",
+                f"an integer in [1, {dataset_size // groups}]",
+                batch_size,
+            )
+        if strategies.orthogonal_within_residues(gram, groups):  # always where groups ≥ T: one step per record
+            one = sensitivity(gram, Pattern(steps, 1))
+            return Release(Route.AMPLIFIED_BANDED, one, Pattern(steps, 1), q, -(-steps // groups), groups)
+        pattern = Pattern(groups, -(-steps // groups))
+        not_independent = (
+            f"columns of C a multiple of {groups} steps apart are not orthogonal, so a group's steps are not "
+            "independent releases"
+        )
+        return Release(Route.GAUSSIAN, sensitivity(gram, pattern), pattern, amplification_refused=not_independent)
+    pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
+    refused = (
+        "amplification of a general C by sampling (MMCC, arXiv 2310.15526) is not implemented yet: the pattern allows "
+        + ("every step" if participation == "poisson" else "one step per epoch, anywhere in it")
+        if participation in ("poisson", "balls-in-bins")
+        else None
+    )
+    return Release(Route.GAUSSIAN, sensitivity(gram, pattern), pattern, amplification_refused=refused)
+
+
+def _identity_release(
+    steps: int, participation: str, epoch: int, min_separation: int | None, max_participations: int | None
+) -> Release:
+    """C = I: DP-SGD. Amplified loaders: Δ = 1 per participation; cyclic and single-epoch: Δ = √k."""
+    if participation in ("poisson", "cyclic-poisson", "balls-in-bins"):
+        one = Sensitivity(1.0, 1.0, (0,), True, "C = I: one participation moves one row by at most 1")
+        return Release(Route.IDENTITY, one, Pattern(steps, 1))
+    pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
+    k = pattern.effective_participations(steps)
+    witness = tuple(range(0, steps, pattern.min_separation))[:k]
+    value = math.sqrt(k)
+    exact = Sensitivity(value, value, witness, True, f"C = I: {k} participations, one row each (√k)")
+    custom = min_separation is not None or max_participations is not None
+    if custom and k != -(-steps // epoch):
+        return Release(Route.GAUSSIAN, exact, pattern)  # not a dp-sgd loader: the Gaussian of Δ = √k
+    return Release(Route.IDENTITY, exact, pattern)
+
+
+def _pattern(
+    steps: int, participation: str, epoch: int, min_separation: int | None, max_participations: int | None
+) -> Pattern:
+    if participation == "single-epoch":
+        return Pattern(steps, 1)
+    if participation == "cyclic":
+        sep = min_separation or epoch
+        return Pattern(sep, max_participations or -(-steps // sep))
+    if participation == "balls-in-bins":
+        return Pattern(1, -(-steps // epoch))
+    return Pattern(1, steps)  # poisson without amplification: any steps
+
+
+@functools.lru_cache(maxsize=16)
+def encoder(strategy: Strategy, steps: int) -> np.ndarray:
+    """C for a toeplitz or matrix strategy (the tree's Gram matrix is built directly)."""
+    if isinstance(strategy, ToeplitzStrategy):
+        return strategies.toeplitz_encoder(strategy.coefficients, steps)
+    assert isinstance(strategy, MatrixStrategy)
+    c = np.zeros((steps, steps))
+    for t, row in enumerate(strategy.rows):
+        c[t, : len(row)] = row
+    return c
+
+
+@functools.lru_cache(maxsize=16)
+def gram_matrix(strategy: Strategy, steps: int) -> np.ndarray:
+    """X = CᵀC (read-only)."""
+    if isinstance(strategy, TreeStrategy):
+        gram = strategies.tree_gram(steps, strategy.completion, strategy.restart_every)
+    else:
+        gram = strategies.gram_of(encoder(strategy, steps))
+    gram.flags.writeable = False
+    return gram

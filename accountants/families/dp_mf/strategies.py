@@ -1,0 +1,82 @@
+"""Encoders (strategy matrices C) of the matrix-factorisation mechanism and their Gram matrices X = CᵀC.
+
+The mechanism releases C·G + Z for the T×d matrix G of the steps' clipped gradient sums; the training iterates are a
+post-processing B·(C·G + Z) with A = B·C the workload (prefix sums for SGD with momentum 0). Privacy depends on C
+only, through X (:mod:`.sensitivity`). The strategies:
+
+* ``identity``: C = I (DP-SGD: independent noise per step);
+* ``tree``: binary-tree aggregation (Dwork, Naor, Pitassi & Rothblum 2010; Chan, Shi & Song 2011; DP-FTRL, Kairouz
+  et al. 2021, arXiv 2103.00039): one row per node of the dyadic tree over the steps, a 1 where the node's range
+  holds the step. Without completion only the nodes whose range has ended by step T are released (the online tree:
+  a step lies in ⌈log₂(T+1)⌉ of them at most, dp_accounting's depth); with completion the tree is completed to 2^L
+  leaves and every node that holds a step is released (L + 1 per step). ``restart_every`` starts a new tree every so
+  many steps (block-diagonal C);
+* ``toeplitz``: the lower-triangular Toeplitz C with Cᵢⱼ = c_{i−j} for 0 ≤ i − j < m: banded with m bands (BandMF,
+  Choquette-Choo et al. 2023, arXiv 2306.08153);
+* ``matrix``: a dense lower-triangular T×T C given row by row.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+MAX_DENSE_STEPS = 2048
+"""Most steps of a strategy other than the identity (its Gram matrix is dense: T² entries)."""
+
+
+def tree_gram(steps: int, completion: bool, restart_every: int | None) -> np.ndarray:
+    """X for binary-tree aggregation over ``steps`` steps, a new tree every ``restart_every`` steps."""
+    block = restart_every or steps
+    gram = np.zeros((steps, steps))
+    for start in range(0, steps, block):
+        size = min(block, steps - start)
+        gram[start : start + size, start : start + size] = _one_tree_gram(size, completion)
+    return gram
+
+
+@functools.lru_cache(maxsize=8)
+def _one_tree_gram(leaves: int, completion: bool) -> np.ndarray:
+    """Xᵢⱼ = the number of released nodes whose dyadic range holds both steps i and j."""
+    steps = np.arange(leaves)
+    gram = np.zeros((leaves, leaves))
+    for level in range(math.ceil(math.log2(leaves)) + 1 if leaves > 1 else 1):
+        node = steps >> level
+        released = np.ones(leaves, dtype=bool) if completion else (node + 1) << level <= leaves
+        same = (node[:, None] == node[None, :]) & released[:, None]
+        gram += same
+    gram.flags.writeable = False
+    return gram
+
+
+def tree_depth(steps: int, completion: bool) -> int:
+    """Nodes on a step's path: ⌈log₂(T+1)⌉ released online, ⌈log₂T⌉ + 1 with completion (T ≥ 1)."""
+    return math.ceil(math.log2(steps)) + 1 if completion else math.ceil(math.log2(steps + 1))
+
+
+def toeplitz_encoder(coefficients: tuple[float, ...], steps: int) -> np.ndarray:
+    """The T×T lower-triangular Toeplitz C with Cᵢⱼ = c_{i−j} (0 ≤ i − j < m), zero elsewhere."""
+    encoder = np.zeros((steps, steps))
+    for lag, c in enumerate(coefficients[:steps]):
+        encoder += np.diag(np.full(steps - lag, float(c)), -lag)
+    return encoder
+
+
+def gram_of(encoder: np.ndarray) -> np.ndarray:
+    """CᵀC."""
+    gram: np.ndarray = encoder.T @ encoder
+    return gram
+
+
+def bands(encoder: np.ndarray) -> int:
+    """How many diagonals of a lower-triangular C hold non-zeros (1: diagonal)."""
+    rows, cols = np.nonzero(encoder)
+    return int((rows - cols).max()) + 1 if len(rows) else 1
+
+
+def orthogonal_within_residues(gram: np.ndarray, groups: int) -> bool:
+    """Whether columns i ≠ j with i ≡ j (mod ``groups``) are orthogonal: a record of one group (steps g, g + b, …)
+    then meets independent noise at each of its steps."""
+    return not any(np.any(np.diagonal(gram, offset=lag)) for lag in range(groups, gram.shape[0], groups))

@@ -1,0 +1,288 @@
+"""dp-mf against independent sources: jax_privacy 2.0.0's sensitivity functions and its amplified-BandMF reduction,
+dp_accounting 0.6.0's tree-aggregation RDP, dp-sgd's own answers for C = I, and closed forms."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import dp_accounting as dpa
+import jax
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
+from jax_privacy.experimental import accounting as jp_accounting
+from jax_privacy.matrix_factorization import sensitivity as jp_sensitivity
+
+from accountants import registry
+from accountants.errors import ParameterError
+from accountants.events import GaussianEvent, PoissonSampledEvent, SelfComposedEvent
+from accountants.families.dp_mf import strategies
+from accountants.families.dp_mf.sensitivity import Pattern, best_pattern, sensitivity
+from accountants.plan_accounting import account_plan
+from accountants.plans import MechanismPlan
+
+jax.config.update("jax_enable_x64", True)  # the oracle in double precision
+
+MF = registry.get("dp-mf")
+SGD = registry.get("dp-sgd")
+BASE = {"dataset_size": 10000, "batch_size": 100, "steps": 1000, "noise_multiplier": 1.0}
+HALVING = (1.0, 0.5, 0.25, 0.125)
+
+
+def _gram(name: str, steps: int) -> np.ndarray:
+    if name == "tree":
+        return strategies.tree_gram(steps, False, None)
+    if name == "tree-completed":
+        return strategies.tree_gram(steps, True, None)
+    coefficients = {"halving": HALVING, "signed": (1.0, -0.4, 0.1), "flat8": (1.0,) * 8}[name]
+    return strategies.gram_of(strategies.toeplitz_encoder(coefficients, steps))
+
+
+BANDED_EXACT = [  # (strategy, steps, min_sep, k): columns ≥ min_sep apart orthogonal, both exact
+    ("halving", 64, 4, 8),
+    ("halving", 64, 8, 4),
+    ("halving", 64, 5, 13),
+    ("halving", 100, 16, 2),
+    ("signed", 64, 3, 10),
+    ("signed", 64, 8, 4),
+    ("signed", 50, 7, None),
+    ("flat8", 64, 8, 8),
+    ("flat8", 96, 12, 3),
+    ("halving", 64, 4, None),
+]
+
+
+@pytest.mark.parametrize(("name", "steps", "sep", "k"), BANDED_EXACT)
+def test_banded_sensitivities_equal_jax_privacys(name, steps, sep, k):
+    gram = _gram(name, steps)
+    ours = sensitivity(gram, Pattern(sep, k or steps))
+    theirs = jp_sensitivity.get_sensitivity_banded_for_X(gram, sep, k)
+    assert ours.exact and ours.value == pytest.approx(theirs, rel=1e-12)
+    assert ours.lower == ours.value and len(ours.witness) <= (k or steps)
+
+
+@pytest.mark.parametrize("coefficients", [HALVING, (1.0, -0.4, 0.1), (2.0,)])
+@pytest.mark.parametrize("steps", [1, 7, 64])
+def test_single_participation_is_the_largest_column_norm(coefficients, steps):
+    encoder = strategies.toeplitz_encoder(coefficients, steps)
+    ours = sensitivity(strategies.gram_of(encoder), Pattern(steps, 1))
+    theirs = float(jp_sensitivity.single_participation_sensitivity(encoder))
+    assert ours.exact and ours.value == pytest.approx(theirs, rel=1e-12)
+
+
+BOUNDED = [
+    ("tree", 64, 1, 3),
+    ("tree", 64, 5, 13),
+    ("signed", 64, 1, 3),
+    ("tree-completed", 48, 6, 4),
+    ("halving", 64, 1, 5),
+]
+
+
+@pytest.mark.parametrize(("name", "steps", "sep", "k"), BOUNDED)
+def test_where_jax_privacy_bounds_from_above_ours_is_at_least_its_bound(name, steps, sep, k):
+    """Both run arXiv 2306.08153's Alg. 4; ours also brackets from below by patterns it evaluates exactly."""
+    gram = _gram(name, steps)
+    ours = sensitivity(gram, Pattern(sep, k))
+    theirs = jp_sensitivity.get_min_sep_sensitivity_upper_bound_for_X(gram, sep, k)
+    assert ours.value >= theirs * (1 - 1e-12)
+    assert ours.lower <= ours.value
+    assert ours.lower == pytest.approx(_brute_force_aligned(gram, ours.witness), rel=1e-12)
+
+
+def test_fixed_epoch_patterns_are_among_the_min_separation_ones():
+    """jax_privacy's fixed-epoch sensitivity (b = n/k patterns s, s + b, …) is a lower end for min-separation b."""
+    for name in ("tree", "signed", "halving"):
+        gram = _gram(name, 64)
+        theirs = jp_sensitivity.fixed_epoch_sensitivity_for_X(gram, 4)
+        ours = sensitivity(gram, Pattern(16, 4))
+        assert ours.value >= theirs * (1 - 1e-12)
+        if name != "signed":  # X ≥ 0: the aligned value of the fixed-epoch pattern is its exact sensitivity
+            assert ours.lower >= theirs * (1 - 1e-12)
+
+
+def test_the_bracket_holds_the_true_maximum_on_small_problems():
+    """Every admissible pattern enumerated (T = 12): lower ≤ max over patterns of the aligned value ≤ value, and with
+    X ≥ 0 the aligned value is each pattern's sensitivity."""
+    gram = _gram("tree", 12)
+    for sep, k in ((1, 3), (2, 4), (3, 3)):
+        best = 0.0
+        for size in range(1, k + 1):
+            for pattern in itertools.combinations(range(12), size):
+                if all(b - a >= sep for a, b in itertools.pairwise(pattern)):
+                    best = max(best, _brute_force_aligned(gram, pattern))
+        ours = sensitivity(gram, Pattern(sep, k))
+        assert ours.lower <= best * (1 + 1e-12) and best <= ours.value * (1 + 1e-12)
+
+
+def test_best_pattern_recovers_a_maximiser():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x = rng.random(30)
+        sep, k = int(rng.integers(1, 6)), int(rng.integers(1, 8))
+        value, pattern = best_pattern(x, sep, k)
+        assert value == pytest.approx(float(jp_sensitivity.max_participation_for_linear_fn(x, sep, k)), rel=1e-12)
+        assert sum(x[list(pattern)]) == pytest.approx(value, rel=1e-12) and len(pattern) <= k
+        assert all(b - a >= sep for a, b in itertools.pairwise(pattern))
+
+
+def _brute_force_aligned(gram: np.ndarray, pattern) -> float:
+    return math.sqrt(sum(gram[i, j] for i in pattern for j in pattern))
+
+
+# -- accounting ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("participation", "sampling", "scale"),
+    [
+        ("poisson", "poisson", 1.0),
+        ("single-epoch", "shuffle", 1.0),
+        ("cyclic", "shuffle", math.sqrt(10)),
+        ("balls-in-bins", "balls-in-bins", 1.0),
+    ],
+)
+def test_the_identity_strategy_is_dp_sgd_bit_for_bit(participation, sampling, scale):
+    steps = 100 if participation == "single-epoch" else 1000
+    mf = {**BASE, "steps": steps, "strategy": {"type": "identity"}, "participation": participation}
+    sgd = {**BASE, "steps": steps, "sampling": sampling, "noise_multiplier": scale}  # z·Δ per step, Δ = √k
+    assert MF.plan(mf, 1e-5).event == SGD.plan(sgd, 1e-5).event
+    ours, theirs = MF.privacy(mf, 1e-5), SGD.privacy(sgd, 1e-5)
+    assert [(r.name, r.epsilon) for r in ours.accountants if r.name != "paper"] == [
+        (r.name, r.epsilon) for r in theirs.accountants if r.name not in ("paper", "poisson-assumed")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("steps", "coefficients", "z"), [(1000, HALVING, 1.0), (999, (1.0, 0.3), 0.8), (64, HALVING, 2.0)]
+)
+def test_amplified_banded_equals_the_dp_sgd_reduction(steps, coefficients, z):
+    """jax_privacy's amplified_bandmf_event (z over a largest column norm of one) read by dpcal's spine."""
+    norm = math.sqrt(sum(c * c for c in coefficients))
+    normalised = [c / norm for c in coefficients]
+    bands = len(coefficients)
+    params = {
+        **BASE,
+        "steps": steps,
+        "strategy": {"type": "toeplitz", "coefficients": normalised},
+        "participation": "cyclic-poisson",
+        "noise_multiplier": z,
+    }
+    q = BASE["batch_size"] * bands / BASE["dataset_size"]
+    event = jp_accounting.amplified_bandmf_event(z, steps, num_bands=bands, sampling_prob=q)
+    reduced = SelfComposedEvent(
+        PoissonSampledEvent(event.event.sampling_probability, GaussianEvent(event.event.event.noise_multiplier)),
+        event.count,
+    )
+    ours = MF.privacy(params, 1e-6)
+    for row in account_plan(MechanismPlan(reduced, "add-remove"), 1e-6).results:
+        if row.applicable:
+            mine = next(r for r in ours.accountants if r.name == row.name)
+            assert mine.epsilon == pytest.approx(row.epsilon, rel=1e-9), row.name
+    # and against dp_accounting's own PLD of that event (its pessimistic grid: within its accuracy, above ours)
+    tight = next(r for r in ours.accountants if r.name == "tight").epsilon
+    pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-4).compose(event).get_epsilon(1e-6)
+    assert tight <= pld * (1 + 1e-4) and tight == pytest.approx(pld, rel=2e-2)
+
+
+@pytest.mark.parametrize("steps", [1, 3, 4, 100, 1000, 1024, 2048])
+def test_tree_aggregation_rdp_is_at_most_dp_accountings_and_within_five_percent(steps):
+    """One epoch, zero-out: dp_accounting's SingleEpochTreeAggregationDpEvent (noise per node over the per-node
+    sensitivity) at the same per-node noise as dpcal's z over the tree's sensitivity √depth."""
+    z = 2.0
+    params = {
+        **BASE,
+        "dataset_size": 100 * steps,
+        "steps": steps,
+        "strategy": {"type": "tree"},
+        "participation": "single-epoch",
+        "noise_multiplier": z,
+    }
+    ours = MF.privacy(params, 1e-5, accountant="rdp").epsilon
+    depth = strategies.tree_depth(steps, completion=False)
+    accountant = dpa_rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
+    theirs = accountant.compose(dpa.SingleEpochTreeAggregationDpEvent(z * math.sqrt(depth), steps)).get_epsilon(1e-5)
+    assert ours <= theirs * (1 + 1e-12) and ours >= 0.95 * theirs
+
+
+def test_tree_depths():
+    for steps in range(1, 70):
+        for completion in (False, True):
+            gram = strategies.tree_gram(steps, completion, None)
+            assert gram.diagonal().max() == strategies.tree_depth(steps, completion)
+    assert strategies.tree_depth(5, False) == math.ceil(math.log2(6))  # dp_accounting's max_depth
+
+
+def test_zero_out_is_add_remove_and_replace_one_doubles():
+    params = {**BASE, "strategy": {"type": "toeplitz", "coefficients": list(HALVING)}, "participation": "cyclic"}
+    zero = MF.privacy(params, 1e-5)
+    add = MF.privacy({**params, "neighbouring": "add-remove"}, 1e-5)
+    replace = MF.privacy({**params, "neighbouring": "replace-one"}, 1e-5)
+    assert zero.epsilon == add.epsilon and zero.conventions.neighbouring == "zero-out"
+    assert replace.noise.sensitivity == pytest.approx(2 * zero.noise.sensitivity)
+    assert replace.epsilon == zero.epsilon  # z is relative to the relation's sensitivity: one Gaussian at μ = 1/z
+    assert "replaced by zeros" in (MF.privacy(params, 1e-5, statement=True).statement or "")
+
+
+def test_without_amplification_the_answer_is_the_gaussian_of_mu_one_over_z():
+    from scipy import stats
+
+    params = {**BASE, "strategy": {"type": "tree"}, "participation": "cyclic", "noise_multiplier": 1.5}
+    answer = MF.privacy(params, 1e-5, accountant="tight")
+    mu, eps = 1 / 1.5, answer.epsilon
+    delta = stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    assert delta == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_calibration_inverts_privacy():
+    params = {
+        **BASE,
+        "strategy": {"type": "toeplitz", "coefficients": list(HALVING)},
+        "participation": "cyclic-poisson",
+    }
+    params.pop("noise_multiplier")
+    answer = MF.calibrate(params, 2.0, 1e-5)
+    back = MF.privacy({**params, "noise_multiplier": answer.calibrated_value}, 1e-5)
+    assert back.epsilon == pytest.approx(2.0, rel=1e-4) and back.epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_poisson_with_a_general_c_claims_no_amplification_and_says_so():
+    params = {**BASE, "steps": 200, "strategy": {"type": "tree"}, "participation": "poisson"}
+    answer = MF.privacy(params, 1e-5)
+    assert any("No amplification" in w for w in answer.warnings)
+    gram = strategies.tree_gram(200, False, None)
+    assert answer.noise.sensitivity == pytest.approx(math.sqrt(gram.sum()), rel=1e-12)  # every step, X ≥ 0: exact
+
+
+def test_bad_strategies_are_named():
+    cases = [
+        ({"type": "toeplitz", "coefficients": [0.0, 1.0]}, "strategy.coefficients"),
+        ({"type": "matrix", "rows": [[1.0, 2.0], [0.5, 1.0]]}, "strategy.rows"),
+        ({"type": "matrix", "rows": [[1.0]]}, "strategy.rows"),
+        ({"type": "spiral"}, "strategy"),
+    ]
+    for strategy, field in cases:
+        with pytest.raises(ParameterError) as error:
+            MF.privacy({**BASE, "steps": 2, "strategy": strategy}, 1e-5)
+        assert field in str(error.value), (strategy, str(error.value))
+    with pytest.raises(ParameterError, match="steps"):
+        MF.privacy({**BASE, "steps": 4096, "strategy": {"type": "tree"}}, 1e-5)
+    with pytest.raises(ParameterError, match="batch_size"):
+        MF.privacy({**BASE, "strategy": {"type": "tree"}, "participation": "cyclic-poisson"}, 1e-5)
+
+
+def test_a_dense_matrix_equals_its_toeplitz():
+    steps = 40
+    c = strategies.toeplitz_encoder(HALVING, steps)
+    rows = [list(c[t, : t + 1]) for t in range(steps)]
+    for participation in ("cyclic", "cyclic-poisson", "single-epoch"):
+        base = {
+            **BASE,
+            "dataset_size": 4000 if participation == "single-epoch" else BASE["dataset_size"],
+            "steps": steps,
+            "participation": participation,
+        }
+        dense = MF.privacy({**base, "strategy": {"type": "matrix", "rows": rows}}, 1e-5)
+        toeplitz = MF.privacy({**base, "strategy": {"type": "toeplitz", "coefficients": list(HALVING)}}, 1e-5)
+        assert dense.epsilon == toeplitz.epsilon and dense.noise.sensitivity == toeplitz.noise.sensitivity
