@@ -285,4 +285,53 @@ def test_a_dense_matrix_equals_its_toeplitz():
         }
         dense = MF.privacy({**base, "strategy": {"type": "matrix", "rows": rows}}, 1e-5)
         toeplitz = MF.privacy({**base, "strategy": {"type": "toeplitz", "coefficients": list(HALVING)}}, 1e-5)
-        assert dense.epsilon == toeplitz.epsilon and dense.noise.sensitivity == toeplitz.noise.sensitivity
+        assert dense.epsilon == pytest.approx(toeplitz.epsilon, rel=1e-12)
+        assert dense.noise.sensitivity == pytest.approx(toeplitz.noise.sensitivity, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("participation", "extra"),
+    [
+        ("cyclic", {}),
+        ("cyclic", {"min_separation": 4, "max_participations": 7}),
+        ("single-epoch", {}),
+        ("cyclic-poisson", {}),
+    ],
+)
+def test_a_toeplitz_c_from_its_column_norms_equals_the_dense_bracket(participation, extra):
+    steps = 2000 if participation != "single-epoch" else 90
+    params = {
+        **BASE,
+        "steps": steps,
+        "strategy": {"type": "toeplitz", "coefficients": [1.0, -0.5, 0.3, 0.1]},
+        "participation": participation,
+        **extra,
+    }
+    structured = MF.privacy(params, 1e-5).noise.sensitivity
+    gram = strategies.gram_of(strategies.toeplitz_encoder((1.0, -0.5, 0.3, 0.1), steps))
+    sep = extra.get("min_separation", 100)
+    k = extra.get("max_participations", steps)
+    pattern = Pattern(steps, 1) if participation in ("single-epoch", "cyclic-poisson") else Pattern(sep, k)
+    dense = sensitivity(gram, pattern)
+    assert dense.exact and structured == pytest.approx(dense.value, rel=1e-12)
+
+
+def test_long_toeplitz_runs_are_answered_from_the_column_norms():
+    coefficients = [1.0, 0.5, 0.25]
+    params = {
+        **BASE,
+        "dataset_size": 100_000,
+        "steps": 100_000,
+        "strategy": {"type": "toeplitz", "coefficients": coefficients},
+    }
+    cyclic = MF.privacy({**params, "participation": "cyclic"}, 1e-5)  # 1000 steps apart, 100 participations
+    assert cyclic.noise.sensitivity == pytest.approx(math.sqrt(100 * 1.3125), rel=1e-12)
+    banded = MF.privacy({**params, "participation": "cyclic-poisson"}, 1e-5)
+    assert banded.conventions.sampling_rate == pytest.approx(0.003) and "33334" in banded.conventions.step_rule
+    for refused in (
+        {"strategy": {"type": "tree"}, "participation": "cyclic"},
+        {"participation": "cyclic", "min_separation": 2},
+        {"participation": "poisson"},
+    ):
+        with pytest.raises(ParameterError, match="steps: at most 2048"):
+            MF.privacy({**params, **refused}, 1e-5)

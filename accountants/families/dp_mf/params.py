@@ -108,11 +108,13 @@ class DpMfParams(ParamsModel):
             issues.append(
                 FieldIssue(("batch_size",), "must not exceed dataset_size", f"an integer in [1, {self.dataset_size}]")
             )
-        if not isinstance(self.strategy, IdentityStrategy) and self.steps > MAX_DENSE_STEPS:
+        if self.steps > MAX_DENSE_STEPS and not self.structured:
             issues.append(
                 FieldIssue(
                     ("steps",),
-                    f"at most {MAX_DENSE_STEPS} with a {self.strategy.type} strategy (its Gram matrix is dense)",
+                    f"at most {MAX_DENSE_STEPS} with a {self.strategy.type} strategy and this participation (its "
+                    "Gram matrix is dense); longer runs: identity, or toeplitz with single-epoch, cyclic-poisson or "
+                    "cyclic participation at least as many steps apart as it has coefficients",
                     f"an integer in [1, {MAX_DENSE_STEPS}]",
                     self.steps,
                 )
@@ -120,6 +122,19 @@ class DpMfParams(ParamsModel):
         issues += _strategy_issues(self)
         issues += _participation_issues(self)
         return issues
+
+    @property
+    def structured(self) -> bool:
+        """Whether C's sensitivity follows from its column norms alone (any T): the identity; a Toeplitz C with one
+        participation, cyclic-poisson groups, or cyclic participations at least its bands apart."""
+        s = self.strategy
+        if isinstance(s, IdentityStrategy):
+            return True
+        if not isinstance(s, ToeplitzStrategy):
+            return False
+        if self.participation in ("single-epoch", "cyclic-poisson"):
+            return True
+        return self.participation == "cyclic" and (self.min_separation or self.epoch_steps) >= len(s.coefficients)
 
     @property
     def epoch_steps(self) -> int:

@@ -120,18 +120,16 @@ def _release(
     epoch = max(1, dataset_size // batch_size)
     if isinstance(strategy, IdentityStrategy):
         return _identity_release(steps, participation, epoch, min_separation, max_participations)
+    if isinstance(strategy, ToeplitzStrategy) and participation != "cyclic-poisson":
+        structured = _toeplitz_release(strategy, steps, participation, epoch, min_separation, max_participations)
+        if structured is not None:
+            return structured
+    if isinstance(strategy, ToeplitzStrategy) and participation == "cyclic-poisson":
+        return _banded_toeplitz_release(strategy, steps, dataset_size, batch_size)
     gram = gram_matrix(strategy, steps)
     if participation == "cyclic-poisson":
         groups = strategies.bands(encoder(strategy, steps)) if not isinstance(strategy, TreeStrategy) else steps
-        q = batch_size * groups / dataset_size
-        if q > 1.0:
-            raise ParameterError.single(
-                "batch_size",
-                f"cyclic-poisson samples each of {groups} groups (C's bands) at q = batch_size·{groups}/dataset_size, "
-                f"which exceeds 1 here",
-                f"an integer in [1, {dataset_size // groups}]",
-                batch_size,
-            )
+        q = _group_rate(groups, dataset_size, batch_size)
         if strategies.orthogonal_within_residues(gram, groups):  # always where groups ≥ T: one step per record
             one = sensitivity(gram, Pattern(steps, 1))
             return Release(Route.AMPLIFIED_BANDED, one, Pattern(steps, 1), q, -(-steps // groups), groups)
@@ -149,6 +147,60 @@ def _release(
         else None
     )
     return Release(Route.GAUSSIAN, sensitivity(gram, pattern), pattern, amplification_refused=refused)
+
+
+def _toeplitz_release(
+    strategy: ToeplitzStrategy,
+    steps: int,
+    participation: str,
+    epoch: int,
+    min_separation: int | None,
+    max_participations: int | None,
+) -> Release | None:
+    """A Toeplitz C with participations at least its bands apart, from its column norms alone (any T): columns
+    that far apart are orthogonal, so Δ² is the best pattern's sum of squared column norms; the norms do not
+    increase with the column, so the pattern 0, b, 2b, … is best (its i-th step is at most any pattern's). None
+    where the pattern allows closer participations (the dense bracket decides)."""
+    bands = strategies.toeplitz_bands(strategy.coefficients)
+    if participation not in ("single-epoch", "cyclic"):
+        return None
+    pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
+    k = pattern.effective_participations(steps)
+    if k > 1 and pattern.min_separation < bands:
+        return None
+    norms = strategies.toeplitz_column_norms(strategy.coefficients, steps)
+    witness = tuple(range(0, steps, pattern.min_separation))[:k]
+    value = math.sqrt(float(norms[list(witness)].sum()))
+    method = (
+        "one participation: the largest column norm of C"
+        if k == 1
+        else f"columns of C at least {bands} steps apart are orthogonal (C has {bands} bands) and the column norms do "
+        "not increase: the pattern 0, b, 2b, … (Choquette-Choo et al. 2023, arXiv 2306.08153), exact"
+    )
+    return Release(Route.GAUSSIAN, Sensitivity(value, value, witness, True, method), pattern)
+
+
+def _banded_toeplitz_release(strategy: ToeplitzStrategy, steps: int, dataset_size: int, batch_size: int) -> Release:
+    """cyclic-poisson with a Toeplitz C: as many groups as bands, so a group's columns are orthogonal (any T)."""
+    groups = strategies.toeplitz_bands(strategy.coefficients)
+    q = _group_rate(groups, dataset_size, batch_size)
+    largest = math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps)[0]))
+    one = Sensitivity(largest, largest, (0,), True, "one participation: the largest column norm of C")
+    return Release(Route.AMPLIFIED_BANDED, one, Pattern(steps, 1), q, -(-steps // groups), groups)
+
+
+def _group_rate(groups: int, dataset_size: int, batch_size: int) -> float:
+    """q = B·b/n for b groups of n/b records with an expected batch of B; a ParameterError above 1."""
+    q = batch_size * groups / dataset_size
+    if q > 1.0:
+        raise ParameterError.single(
+            "batch_size",
+            f"cyclic-poisson samples each of {groups} groups (C's bands) at q = batch_size·{groups}/dataset_size, "
+            "which exceeds 1 here",
+            f"an integer in [1, {dataset_size // groups}]",
+            batch_size,
+        )
+    return q
 
 
 def _identity_release(

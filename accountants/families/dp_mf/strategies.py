@@ -56,6 +56,19 @@ def tree_depth(steps: int, completion: bool) -> int:
     return math.ceil(math.log2(steps)) + 1 if completion else math.ceil(math.log2(steps + 1))
 
 
+def toeplitz_bands(coefficients: tuple[float, ...]) -> int:
+    """m: the index of the last non-zero coefficient, plus one."""
+    nonzero = np.flatnonzero(np.asarray(coefficients, dtype=float))
+    return int(nonzero[-1]) + 1 if len(nonzero) else 1
+
+
+def toeplitz_column_norms(coefficients: tuple[float, ...], steps: int) -> np.ndarray:
+    """‖C[:, j]‖² = Σ_{d < min(m, T − j)} c_d² for j < T (non-increasing in j), in O(T) without forming C."""
+    squares = np.cumsum(np.square(np.asarray(coefficients[:steps], dtype=float)))
+    norms: np.ndarray = squares[np.minimum(len(squares), steps - np.arange(steps)) - 1]
+    return norms
+
+
 def toeplitz_encoder(coefficients: tuple[float, ...], steps: int) -> np.ndarray:
     """The T×T lower-triangular Toeplitz C with Cᵢⱼ = c_{i−j} (0 ≤ i − j < m), zero elsewhere."""
     encoder = np.zeros((steps, steps))
