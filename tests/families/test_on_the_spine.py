@@ -35,6 +35,17 @@ DP_SGD = [
     {"dataset_size": 2000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0, "sampling": "shuffle"},
     {"dataset_size": 4000, "batch_size": 40, "steps": 100, "noise_std": 0.9},
 ]  # fmt: skip
+DP_MF = [
+    {"dataset_size": 10000, "batch_size": 100, "steps": 1000, "noise_multiplier": 1.0,
+     "strategy": {"type": "toeplitz", "coefficients": [0.87, 0.44, 0.22, 0.11]}, "participation": "cyclic-poisson"},
+    {"dataset_size": 1000, "batch_size": 100, "steps": 200, "noise_multiplier": 2.0, "strategy": {"type": "tree"}},
+    {"dataset_size": 1000, "batch_size": 10, "steps": 100, "noise_multiplier": 1.5,
+     "strategy": {"type": "tree", "completion": True}, "participation": "single-epoch", "neighbouring": "replace-one"},
+    {"dataset_size": 6000, "batch_size": 60, "steps": 300, "noise_std": 2.0, "strategy": {"type": "identity"},
+     "participation": "poisson"},
+    {"dataset_size": 2000, "batch_size": 100, "steps": 60, "noise_multiplier": 0.9, "participation": "cyclic",
+     "strategy": {"type": "matrix", "rows": [[1.0] * (t + 1) for t in range(60)]}, "min_separation": 7},
+]  # fmt: skip
 LAST_ITERATE = [
     LAST_ITERATE_FIG1 | {"steps": 1000, "weak_convexity": 0.0, "clipping": "inactive", "noise_multiplier": 1.0},
     LAST_ITERATE_FIG1 | {"steps": 10**4, "weak_convexity": 100.0, "noise_multiplier": 2.0},
@@ -162,6 +173,14 @@ def test_dp_sgd_privacy_is_its_composition(params, accountant):
 @pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
 def test_dp_sgd_calibration_is_its_composition(params, accountant):
     _same_calibration(registry.get("dp-sgd"), params, accountant, 2.0)
+
+
+@pytest.mark.parametrize("params", DP_MF)
+@pytest.mark.parametrize("accountant", ["rdp", "tight", "best"])
+def test_dp_mf_is_its_composition(params, accountant):
+    family = registry.get("dp-mf")
+    _same_privacy(family, params, accountant)
+    _same_calibration(family, params, accountant, 2.0)
 
 
 @pytest.mark.parametrize("params", TOY)
