@@ -335,3 +335,70 @@ def test_long_toeplitz_runs_are_answered_from_the_column_norms():
     ):
         with pytest.raises(ParameterError, match="steps: at most 2048"):
             MF.privacy({**params, **refused}, 1e-5)
+
+
+# -- verification jobs -----------------------------------------------------------------------------------------------
+
+
+def _job(params, checks=("utility", "privacy-audit"), trials=2000, target=3.0):
+    from accountants.planning import plan_job
+    from accountants.verification import block_sizes, run_block, summarize
+
+    plan = plan_job(MF, params, 1e-5, checks, trials, 1, None, target)
+    blocks = [run_block(MF.simulator, plan, b) for b in range(len(block_sizes(trials)))]
+    return plan, summarize(plan, blocks)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"strategy": {"type": "tree"}},
+        {"participation": "cyclic-poisson", "dataset_size": 4000},
+        {"strategy": {"type": "identity"}, "participation": "poisson"},
+        {"neighbouring": "replace-one"},
+    ],
+)
+def test_a_job_measures_the_prefix_error_the_decoder_predicts_and_audits_below_the_accounted_epsilon(change):
+    params = {**dict(MF.job_example)["params"], **change}
+    plan, result = _job(params)
+    utility, audit = result.utility, result.privacy_audit
+    assert utility is not None and audit is not None
+    mean, se = utility.measured["mean"], utility.measured["standard_error"]
+    assert abs(mean - plan.predicted_bound) <= 4 * se and se < 0.05 * mean  # an exact expectation, within 4 s.e.
+    assert audit.epsilon_lower_bound <= plan.epsilon_accounted
+
+
+def test_the_audit_of_a_fixed_pattern_is_the_gaussian_shift_of_the_worst_pattern():
+    params = dict(MF.job_example)["params"]
+    plan, _ = _job(params, checks=("privacy-audit",), trials=64)
+    assert plan.gaussian_mu == pytest.approx(1.0 / plan.params["noise_multiplier"], rel=1e-12)  # exact Δ: μ = 1/z
+    assert plan.epsilon_exact == pytest.approx(plan.epsilon_accounted, rel=1e-9)
+
+
+def test_the_decoders_reproduce_the_prefix_sums():
+    from accountants.families.dp_mf.simulate import encoder_matrix, prefix_decoder
+
+    for strategy in (
+        {"type": "tree"},
+        {"type": "tree", "completion": True, "restart_every": 8},
+        {"type": "toeplitz", "coefficients": list(HALVING)},
+        {"type": "identity"},
+    ):
+        p = MF.parse({**BASE, "steps": 20, "strategy": strategy})
+        encoder = encoder_matrix(p)
+        assert np.allclose(prefix_decoder(encoder) @ encoder, np.tril(np.ones((20, 20))), atol=1e-10)
+        if strategy["type"] == "tree":
+            gram = strategies.tree_gram(20, strategy.get("completion", False), strategy.get("restart_every"))
+            assert np.array_equal(encoder.T @ encoder, gram)
+
+
+def test_jobs_it_cannot_simulate_are_refused_naming_the_field():
+    from accountants.planning import plan_job
+
+    params = {**dict(MF.job_example)["params"], "strategy": {"type": "tree"}, "participation": "poisson"}
+    with pytest.raises(ParameterError, match="participation"):
+        plan_job(MF, params, 1e-5, ("privacy-audit",), 100, 1, None, 3.0)
+    plan_job(MF, params, 1e-5, ("utility",), 100, 1, None, 3.0)  # the utility check runs for any participation
+    with pytest.raises(ParameterError, match="steps"):
+        plan_job(MF, {**params, "steps": 2000, "dataset_size": 200000}, 1e-5, ("utility",), 100, 1, None, 3.0)

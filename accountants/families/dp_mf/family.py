@@ -21,8 +21,8 @@ PAPER_REASON = (
     "dp-mf has no paper calibration of its own: the reductions it cites are accounted by the spine's accountants"
 )
 UTILITY_REASON = (
-    "the error of the prefix sums depends on the decoder B (‖B‖ terms), which dp-mf does not take yet; verification "
-    "jobs for dp-mf are not available yet"
+    "the error of the prefix sums depends on the decoder B (‖B‖ terms), which dp-mf does not take yet; a "
+    "verification job measures it for the least-squares decoder against its exact expectation σ²‖B‖²_F/T"
 )
 
 

@@ -51,6 +51,23 @@ def _one_tree_gram(leaves: int, completion: bool) -> np.ndarray:
     return gram
 
 
+def tree_encoder(steps: int, completion: bool, restart_every: int | None) -> np.ndarray:
+    """C itself for binary-tree aggregation: one row per released node (level by level), a 1 at the steps its
+    dyadic range holds (CᵀC is :func:`tree_gram`, built independently of it)."""
+    block = restart_every or steps
+    rows = []
+    for start in range(0, steps, block):
+        size = min(block, steps - start)
+        for level in range(math.ceil(math.log2(size)) + 1 if size > 1 else 1):
+            width = 1 << level
+            for first in range(0, size, width):
+                if completion or first + width <= size:
+                    row = np.zeros(steps)
+                    row[start + first : start + min(first + width, size)] = 1.0
+                    rows.append(row)
+    return np.array(rows)
+
+
 def tree_depth(steps: int, completion: bool) -> int:
     """Nodes on a step's path: ⌈log₂(T+1)⌉ released online, ⌈log₂T⌉ + 1 with completion (T ≥ 1)."""
     return math.ceil(math.log2(steps)) + 1 if completion else math.ceil(math.log2(steps + 1))
