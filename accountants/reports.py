@@ -141,6 +141,13 @@ class Noise:
     sensitivity: float | None
     sensitivity_rule: str
     units: str
+    sensitivity_exact: bool = True
+    """Whether ``sensitivity`` is exact; False: a certified upper bound (e.g. a strategy's under a pattern)."""
+    sensitivity_attained: float | None = None
+    """Where the sensitivity is a maximum over patterns: what the worst pattern found attains (= sensitivity when
+    exact), in the same units."""
+    worst_pattern: tuple[int, ...] | None = None
+    """The steps (0-based) of that pattern."""
 
     @classmethod
     def scaled(cls, noise_multiplier: float, sensitivity: float, sensitivity_rule: str, units: str) -> Noise:

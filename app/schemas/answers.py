@@ -74,6 +74,19 @@ class NoiseOut(Out):
         examples=["sensitivity = clip_norm (one clipped gradient added or removed)"],
     )
     units: str = Field(description="Units of noise_std.", examples=["units of the summed clipped gradients"])
+    sensitivity_exact: bool = Field(
+        description="Whether the sensitivity is exact; false: a certified upper bound (dp-mf's strategy sensitivity "
+        "where the bracket does not close).",
+        examples=[True],
+    )
+    sensitivity_attained: float | None = Field(
+        description="Where the sensitivity is a maximum over participation patterns (dp-mf): what the worst pattern "
+        "found attains (equal to the sensitivity when exact); null otherwise.",
+        examples=[None],
+    )
+    worst_pattern: list[int] | None = Field(
+        description="The steps (0-based) of that pattern (dp-mf); null otherwise.", examples=[None]
+    )
 
 
 class ConventionsOut(Out):

@@ -402,3 +402,55 @@ def test_jobs_it_cannot_simulate_are_refused_naming_the_field():
     plan_job(MF, params, 1e-5, ("utility",), 100, 1, None, 3.0)  # the utility check runs for any participation
     with pytest.raises(ParameterError, match="steps"):
         plan_job(MF, {**params, "steps": 2000, "dataset_size": 200000}, 1e-5, ("utility",), 100, 1, None, 3.0)
+
+
+def test_the_answer_carries_the_sensitivity_bracket_as_data():
+    exact = MF.privacy({**BASE, "strategy": {"type": "toeplitz", "coefficients": list(HALVING)}}, 1e-5).noise
+    assert exact.sensitivity_exact and exact.sensitivity_attained == pytest.approx(exact.sensitivity, rel=1e-12)
+    assert exact.worst_pattern == tuple(range(0, 1000, 100))
+    bounded = MF.privacy(
+        {
+            **BASE,
+            "steps": 64,
+            "strategy": {"type": "tree"},
+            "participation": "cyclic",
+            "min_separation": 5,
+            "max_participations": 13,
+            "clip_norm": 2.0,
+            "neighbouring": "replace-one",
+        },
+        1e-5,
+    ).noise
+    ours = sensitivity(strategies.tree_gram(64, False, None), Pattern(5, 13))
+    assert not bounded.sensitivity_exact and bounded.sensitivity == pytest.approx(4 * ours.value, rel=1e-12)
+    assert bounded.sensitivity_attained == pytest.approx(4 * ours.lower, rel=1e-12)
+    assert bounded.worst_pattern == ours.witness
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "dataset_size": 2,
+            "batch_size": 1,
+            "steps": 10**12,
+            "noise_multiplier": 1e6,
+            "strategy": {"type": "identity"},
+        },
+        {
+            "dataset_size": 2000,
+            "batch_size": 1,
+            "steps": 10**12,
+            "noise_multiplier": 1e5,
+            "strategy": {"type": "toeplitz", "coefficients": [1.0, 0.5, 0.25]},
+        },
+    ],
+)
+def test_the_longest_runs_are_answered_without_work_in_t(params):
+    """C = I's per-step multiplier z·√k may exceed what a dp-sgd request accepts; a Toeplitz C's column norms are
+    summed in O(m): neither allocates T of anything."""
+    answer = MF.privacy(params, 1e-8)
+    k = -(-params["steps"] // (params["dataset_size"] // params["batch_size"]))
+    norms = sum(c * c for c in params["strategy"].get("coefficients", [1.0]))
+    assert answer.noise.sensitivity == pytest.approx(math.sqrt(k * norms), rel=1e-12)
+    assert answer.noise.worst_pattern is None and 0 < answer.epsilon < 1e-3

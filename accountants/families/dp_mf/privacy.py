@@ -88,16 +88,14 @@ def mechanism(p: DpMfParams, release: Release, z: float) -> DpEvent:
 def identity_as_dp_sgd(p: DpMfParams, release: Release, z: float) -> tuple[DpSgdParams, float, int]:
     """dp-sgd's parameters, per-step multiplier and steps with the identity strategy's participation: per step the
     noise is z·Δ (Δ = √k without amplification, 1 with it)."""
-    per_step = z * release.sensitivity.value
     sgd = DpSgdParams(
         dataset_size=p.dataset_size,
         batch_size=p.batch_size,
         steps=p.steps,
-        noise_multiplier=per_step,
         sampling=IDENTITY_LOADERS[p.participation],
         neighbouring=spine_relation(p),
-    )
-    return sgd, per_step, p.steps
+    )  # the multiplier is passed on its own: z·Δ may lie outside the range a dp-sgd request accepts
+    return sgd, z * release.sensitivity.value, p.steps
 
 
 def release_of(p: DpMfParams) -> Release:
@@ -168,9 +166,8 @@ def _toeplitz_release(
     k = pattern.effective_participations(steps)
     if k > 1 and pattern.min_separation < bands:
         return None
-    norms = strategies.toeplitz_column_norms(strategy.coefficients, steps)
-    witness = tuple(range(0, steps, pattern.min_separation))[:k]
-    value = math.sqrt(float(norms[list(witness)].sum()))
+    value = math.sqrt(strategies.toeplitz_cyclic_sum(strategy.coefficients, steps, pattern.min_separation, k))
+    witness = _every(pattern.min_separation, k)
     method = (
         "one participation: the largest column norm of C"
         if k == 1
@@ -184,9 +181,18 @@ def _banded_toeplitz_release(strategy: ToeplitzStrategy, steps: int, dataset_siz
     """cyclic-poisson with a Toeplitz C: as many groups as bands, so a group's columns are orthogonal (any T)."""
     groups = strategies.toeplitz_bands(strategy.coefficients)
     q = _group_rate(groups, dataset_size, batch_size)
-    largest = math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps)[0]))
+    largest = math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))[0]))
     one = Sensitivity(largest, largest, (0,), True, "one participation: the largest column norm of C")
     return Release(Route.AMPLIFIED_BANDED, one, Pattern(steps, 1), q, -(-steps // groups), groups)
+
+
+MAX_REPORTED_PATTERN = 1024
+"""Most steps of a worst pattern an answer lists (longer ones are the pattern 0, b, 2b, … its method names)."""
+
+
+def _every(sep: int, k: int) -> tuple[int, ...]:
+    """The steps 0, b, …, (k − 1)·b, or () where there are more than :data:`MAX_REPORTED_PATTERN` of them."""
+    return tuple(range(0, k * sep, sep)) if k <= MAX_REPORTED_PATTERN else ()
 
 
 def _group_rate(groups: int, dataset_size: int, batch_size: int) -> float:
@@ -212,7 +218,7 @@ def _identity_release(
         return Release(Route.IDENTITY, one, Pattern(steps, 1))
     pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
     k = pattern.effective_participations(steps)
-    witness = tuple(range(0, steps, pattern.min_separation))[:k]
+    witness = _every(pattern.min_separation, k)
     value = math.sqrt(k)
     exact = Sensitivity(value, value, witness, True, f"C = I: {k} participations, one row each (√k)")
     custom = min_separation is not None or max_participations is not None

@@ -79,11 +79,21 @@ def toeplitz_bands(coefficients: tuple[float, ...]) -> int:
     return int(nonzero[-1]) + 1 if len(nonzero) else 1
 
 
-def toeplitz_column_norms(coefficients: tuple[float, ...], steps: int) -> np.ndarray:
-    """‖C[:, j]‖² = Σ_{d < min(m, T − j)} c_d² for j < T (non-increasing in j), in O(T) without forming C."""
-    squares = np.cumsum(np.square(np.asarray(coefficients[:steps], dtype=float)))
-    norms: np.ndarray = squares[np.minimum(len(squares), steps - np.arange(steps)) - 1]
+def toeplitz_column_norms(coefficients: tuple[float, ...], steps: int, columns: np.ndarray) -> np.ndarray:
+    """‖C[:, j]‖² = Σ_{d < min(m, T − j)} c_d² at the given columns j < T (non-increasing in j; no O(T) work)."""
+    squares = np.cumsum(np.square(np.asarray(coefficients, dtype=float)))
+    norms: np.ndarray = squares[np.minimum(len(squares), steps - np.asarray(columns, dtype=np.int64)) - 1]
     return norms
+
+
+def toeplitz_cyclic_sum(coefficients: tuple[float, ...], steps: int, sep: int, k: int) -> float:
+    """Σ_{i<k} ‖C[:, i·sep]‖² for k ≤ ⌈T/sep⌉ in O(m): columns up to T − m have the full norm ‖c‖², only the last
+    m − 1 are shorter."""
+    m = len(coefficients)
+    full = float(np.sum(np.square(coefficients)))
+    whole = min(k, (steps - m) // sep + 1) if steps >= m else 0
+    tail = np.arange(whole, k, dtype=np.int64) * sep
+    return whole * full + float(toeplitz_column_norms(coefficients, steps, tail).sum())
 
 
 def toeplitz_encoder(coefficients: tuple[float, ...], steps: int) -> np.ndarray:

@@ -3,6 +3,8 @@ sensitivity and the route an accountant reads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...params import resolve_noise_multiplier
 from ...reports import Conventions, Noise
 from .params import DpMfParams
@@ -31,7 +33,7 @@ def noise_multiplier(p: DpMfParams, release: Release) -> float:
 
 def sensitivity_rule(p: DpMfParams, release: Release) -> str:
     s = release.sensitivity
-    steps = ", ".join(map(str, s.witness[:12])) + (", …" if len(s.witness) > 12 else "")
+    steps = ", ".join(map(str, s.witness[:12])) + (", …" if len(s.witness) > 12 else "") or "0, b, 2b, …"
     over = "one participation" if release.route is Route.AMPLIFIED_BANDED else "the participation pattern"
     kind = "exact" if s.exact else f"a certified upper bound (a pattern attains {s.lower:.6g}·clip_norm)"
     doubled = " × 2 (replace-one)" if p.neighbouring == "replace-one" else ""
@@ -42,11 +44,18 @@ def sensitivity_rule(p: DpMfParams, release: Release) -> str:
 
 
 def noise(p: DpMfParams, release: Release, z: float) -> Noise:
-    return Noise.scaled(
-        z,
-        relation_sensitivity(p, release),
-        sensitivity_rule(p, release),
-        "noise_std is the std of each entry of Z in C·G + Z, in the units of the summed clipped gradients",
+    s = release.sensitivity
+    scale = p.clip_norm * RELATION_FACTOR[p.neighbouring]
+    return replace(
+        Noise.scaled(
+            z,
+            relation_sensitivity(p, release),
+            sensitivity_rule(p, release),
+            "noise_std is the std of each entry of Z in C·G + Z, in the units of the summed clipped gradients",
+        ),
+        sensitivity_exact=s.exact,
+        sensitivity_attained=s.lower * scale,
+        worst_pattern=s.witness or None,
     )
 
 
