@@ -7,12 +7,9 @@ import itertools
 import math
 
 import dp_accounting as dpa
-import jax
 import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
-from jax_privacy.experimental import accounting as jp_accounting
-from jax_privacy.matrix_factorization import sensitivity as jp_sensitivity
 
 from accountants import registry
 from accountants.errors import ParameterError
@@ -22,7 +19,16 @@ from accountants.families.dp_mf.sensitivity import Pattern, best_pattern, sensit
 from accountants.plan_accounting import account_plan
 from accountants.plans import MechanismPlan
 
-jax.config.update("jax_enable_x64", True)  # the oracle in double precision
+from ..support.jax_privacy_oracle import JaxPrivacy
+
+
+@pytest.fixture(scope="module")
+def jax_privacy():
+    """jax_privacy 2.0.0 in its own process (:mod:`tests.support.jax_privacy_oracle`)."""
+    oracle = JaxPrivacy()
+    yield oracle
+    oracle.close()
+
 
 MF = registry.get("dp-mf")
 SGD = registry.get("dp-sgd")
@@ -54,20 +60,20 @@ BANDED_EXACT = [  # (strategy, steps, min_sep, k): columns ≥ min_sep apart ort
 
 
 @pytest.mark.parametrize(("name", "steps", "sep", "k"), BANDED_EXACT)
-def test_banded_sensitivities_equal_jax_privacys(name, steps, sep, k):
+def test_banded_sensitivities_equal_jax_privacys(jax_privacy, name, steps, sep, k):
     gram = _gram(name, steps)
     ours = sensitivity(gram, Pattern(sep, k or steps))
-    theirs = jp_sensitivity.get_sensitivity_banded_for_X(gram, sep, k)
+    theirs = jax_privacy("get_sensitivity_banded_for_X", gram, sep, k)
     assert ours.exact and ours.value == pytest.approx(theirs, rel=1e-12)
     assert ours.lower == ours.value and len(ours.witness) <= (k or steps)
 
 
 @pytest.mark.parametrize("coefficients", [HALVING, (1.0, -0.4, 0.1), (2.0,)])
 @pytest.mark.parametrize("steps", [1, 7, 64])
-def test_single_participation_is_the_largest_column_norm(coefficients, steps):
+def test_single_participation_is_the_largest_column_norm(jax_privacy, coefficients, steps):
     encoder = strategies.toeplitz_encoder(coefficients, steps)
     ours = sensitivity(strategies.gram_of(encoder), Pattern(steps, 1))
-    theirs = float(jp_sensitivity.single_participation_sensitivity(encoder))
+    theirs = jax_privacy("single_participation_sensitivity", encoder)
     assert ours.exact and ours.value == pytest.approx(theirs, rel=1e-12)
 
 
@@ -81,21 +87,21 @@ BOUNDED = [
 
 
 @pytest.mark.parametrize(("name", "steps", "sep", "k"), BOUNDED)
-def test_where_jax_privacy_bounds_from_above_ours_is_at_least_its_bound(name, steps, sep, k):
+def test_where_jax_privacy_bounds_from_above_ours_is_at_least_its_bound(jax_privacy, name, steps, sep, k):
     """Both run arXiv 2306.08153's Alg. 4; ours also brackets from below by patterns it evaluates exactly."""
     gram = _gram(name, steps)
     ours = sensitivity(gram, Pattern(sep, k))
-    theirs = jp_sensitivity.get_min_sep_sensitivity_upper_bound_for_X(gram, sep, k)
+    theirs = jax_privacy("get_min_sep_sensitivity_upper_bound_for_X", gram, sep, k)
     assert ours.value >= theirs * (1 - 1e-12)
     assert ours.lower <= ours.value
     assert ours.lower == pytest.approx(_brute_force_aligned(gram, ours.witness), rel=1e-12)
 
 
-def test_fixed_epoch_patterns_are_among_the_min_separation_ones():
+def test_fixed_epoch_patterns_are_among_the_min_separation_ones(jax_privacy):
     """jax_privacy's fixed-epoch sensitivity (b = n/k patterns s, s + b, …) is a lower end for min-separation b."""
     for name in ("tree", "signed", "halving"):
         gram = _gram(name, 64)
-        theirs = jp_sensitivity.fixed_epoch_sensitivity_for_X(gram, 4)
+        theirs = jax_privacy("fixed_epoch_sensitivity_for_X", gram, 4)
         ours = sensitivity(gram, Pattern(16, 4))
         assert ours.value >= theirs * (1 - 1e-12)
         if name != "signed":  # X ≥ 0: the aligned value of the fixed-epoch pattern is its exact sensitivity
@@ -116,13 +122,13 @@ def test_the_bracket_holds_the_true_maximum_on_small_problems():
         assert ours.lower <= best * (1 + 1e-12) and best <= ours.value * (1 + 1e-12)
 
 
-def test_best_pattern_recovers_a_maximiser():
+def test_best_pattern_recovers_a_maximiser(jax_privacy):
     rng = np.random.default_rng(3)
     for _ in range(20):
         x = rng.random(30)
         sep, k = int(rng.integers(1, 6)), int(rng.integers(1, 8))
         value, pattern = best_pattern(x, sep, k)
-        assert value == pytest.approx(float(jp_sensitivity.max_participation_for_linear_fn(x, sep, k)), rel=1e-12)
+        assert value == pytest.approx(jax_privacy("max_participation_for_linear_fn", x, sep, k), rel=1e-12)
         assert sum(x[list(pattern)]) == pytest.approx(value, rel=1e-12) and len(pattern) <= k
         assert all(b - a >= sep for a, b in itertools.pairwise(pattern))
 
@@ -157,7 +163,7 @@ def test_the_identity_strategy_is_dp_sgd_bit_for_bit(participation, sampling, sc
 @pytest.mark.parametrize(
     ("steps", "coefficients", "z"), [(1000, HALVING, 1.0), (999, (1.0, 0.3), 0.8), (64, HALVING, 2.0)]
 )
-def test_amplified_banded_equals_the_dp_sgd_reduction(steps, coefficients, z):
+def test_amplified_banded_equals_the_dp_sgd_reduction(jax_privacy, steps, coefficients, z):
     """jax_privacy's amplified_bandmf_event (z over a largest column norm of one) read by dpcal's spine."""
     norm = math.sqrt(sum(c * c for c in coefficients))
     normalised = [c / norm for c in coefficients]
@@ -170,11 +176,8 @@ def test_amplified_banded_equals_the_dp_sgd_reduction(steps, coefficients, z):
         "noise_multiplier": z,
     }
     q = BASE["batch_size"] * bands / BASE["dataset_size"]
-    event = jp_accounting.amplified_bandmf_event(z, steps, num_bands=bands, sampling_prob=q)
-    reduced = SelfComposedEvent(
-        PoissonSampledEvent(event.event.sampling_probability, GaussianEvent(event.event.event.noise_multiplier)),
-        event.count,
-    )
+    event = jax_privacy("amplified_bandmf_event", z, steps, bands, q)  # its count, q and z
+    reduced = SelfComposedEvent(PoissonSampledEvent(event["q"], GaussianEvent(event["z"])), event["count"])
     ours = MF.privacy(params, 1e-6)
     for row in account_plan(MechanismPlan(reduced, "add-remove"), 1e-6).results:
         if row.applicable:
@@ -182,7 +185,10 @@ def test_amplified_banded_equals_the_dp_sgd_reduction(steps, coefficients, z):
             assert mine.epsilon == pytest.approx(row.epsilon, rel=1e-9), row.name
     # and against dp_accounting's own PLD of that event (its pessimistic grid: within its accuracy, above ours)
     tight = next(r for r in ours.accountants if r.name == "tight").epsilon
-    pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-4).compose(event).get_epsilon(1e-6)
+    theirs = dpa.SelfComposedDpEvent(
+        dpa.PoissonSampledDpEvent(event["q"], dpa.GaussianDpEvent(event["z"])), event["count"]
+    )
+    pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-4).compose(theirs).get_epsilon(1e-6)
     assert tight <= pld * (1 + 1e-4) and tight == pytest.approx(pld, rel=2e-2)
 
 
