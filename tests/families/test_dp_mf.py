@@ -460,3 +460,15 @@ def test_the_longest_runs_are_answered_without_work_in_t(params):
     norms = sum(c * c for c in params["strategy"].get("coefficients", [1.0]))
     assert answer.noise.sensitivity == pytest.approx(math.sqrt(k * norms), rel=1e-12)
     assert answer.noise.worst_pattern is None and 0 < answer.epsilon < 1e-3
+
+
+def test_the_cost_of_a_dense_sensitivity_is_decided_without_computing_it():
+    """The service asks for the cost on its event loop: a dense bracket beyond a small T is heavy, uncomputed."""
+    from accountants.families.dp_mf import privacy
+    from accountants.family import Cost, Operation
+
+    privacy._release.cache_clear()
+    dense = {**BASE, "steps": 2048, "strategy": {"type": "tree"}, "participation": "poisson"}
+    assert MF.cost(Operation.PRIVACY, dense) is Cost.HEAVY and privacy._release.cache_info().currsize == 0
+    long_toeplitz = {**BASE, "steps": 10**6, "strategy": {"type": "toeplitz", "coefficients": [1.0, 0.5]}}
+    assert MF.cost(Operation.PRIVACY, long_toeplitz) is Cost.CHEAP  # exact GDP from O(m) column norms

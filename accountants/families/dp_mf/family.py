@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...family import Card
+from ...family import Card, Cost, Operation
 from ...params import ParamsModel
 from ...planned import Answered, Details, PlannedFamily
 from ...plans import MechanismPlan
@@ -17,6 +17,9 @@ from . import text
 from .params import ALGORITHM_ID, DpMfParams
 from .privacy import mechanism, release_of, spine_relation
 
+CHEAP_DENSE_STEPS = 64
+"""Up to this T a dense sensitivity takes well under a millisecond (T²·k element operations); beyond, the request
+is heavy (its own process, with the time budget)."""
 PAPER_REASON = (
     "dp-mf has no paper calibration of its own: the reductions it cites are accounted by the spine's accountants"
 )
@@ -42,6 +45,14 @@ class DpMf(PlannedFamily[DpMfParams]):
         release = release_of(p)
         z = text.noise_multiplier(p, release)
         return MechanismPlan(mechanism(p, release, z), spine_relation(p), description=text.method(p, release))
+
+    def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
+        """Heavy wherever C's sensitivity needs its dense Gram matrix beyond a small T (:data:`CHEAP_DENSE_STEPS`):
+        the service asks for the cost before it dispatches, so the cost must not compute it."""
+        p = self.parse(params)
+        if operation is not Operation.UTILITY and not p.structured and p.steps > CHEAP_DENSE_STEPS:
+            return Cost.HEAVY
+        return super().cost(operation, p, accountant)
 
     def knob_value(self, params: DpMfParams) -> float | None:
         """noise_multiplier, or noise_std over the sensitivity."""

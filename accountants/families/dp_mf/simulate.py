@@ -22,6 +22,7 @@ log-likelihood ratio of Y (the most powerful test), computed from projections of
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -102,8 +103,7 @@ class DpMfSimulator(Simulator[DpMfParams, DpMfProblem]):
             for inside, key in ((True, "score_in"), (False, "score_out")):
                 result[key] = _scores(rng, trials, problem, replace, inside)
         if "utility" in plan.checks:
-            params = DpMfParams.model_validate(plan.params)
-            decoder = prefix_decoder(encoder_matrix(params))
+            decoder = _decoder(DpMfParams.model_validate(plan.params))
             result["utility"] = _prefix_errors(rng, trials, decoder, problem["sigma"], problem["dimension"])
         return BlockResult(**result)
 
@@ -121,6 +121,12 @@ def encoder_matrix(p: DpMfParams) -> np.ndarray:
             c[t, : len(row)] = row
         return c
     return strategies.tree_encoder(p.steps, s.completion, s.restart_every)
+
+
+@functools.lru_cache(maxsize=4)
+def _decoder(p: DpMfParams) -> np.ndarray:
+    """B for a job's blocks (a pseudo-inverse: computed once per process and job)."""
+    return prefix_decoder(encoder_matrix(p))
 
 
 def prefix_decoder(encoder: np.ndarray) -> np.ndarray:

@@ -63,7 +63,7 @@ def conventions(p: DpMfParams, release: Release) -> Conventions:
     rule = f"steps as given: {p.steps}"
     if release.route is Route.AMPLIFIED_BANDED:
         rule += f"; rounds per record = ⌈T/b⌉ = ⌈{p.steps}/{release.groups}⌉ = {release.rounds}"
-    elif p.participation in ("cyclic", "single-epoch", "balls-in-bins", "poisson") or release.amplification_refused:
+    elif release.route is Route.GAUSSIAN or p.participation in ("cyclic", "single-epoch"):
         pattern = release.pattern
         k = pattern.effective_participations(p.steps)
         rule += f"; participations ≤ {k}, at least {pattern.min_separation} steps apart"
