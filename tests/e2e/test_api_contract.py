@@ -63,6 +63,9 @@ def test_privacy_contract(http):
         "sensitivity": 1.0,
         "sensitivity_rule": body["noise"]["sensitivity_rule"],
         "units": body["noise"]["units"],
+        "sensitivity_exact": True,  # a clip norm is exact; dp-mf's strategy sensitivities may be bounds
+        "sensitivity_attained": None,
+        "worst_pattern": None,
     }
     assert body["conventions"]["neighbouring"] == "add-remove"
     assert body["conventions"]["steps"] == 14062 and "floor" in body["conventions"]["step_rule"]

@@ -42,6 +42,10 @@ MAX_SIMULATED_STEPS = 1024
 """Most steps a verification job simulates (B is a dense T × rows matrix)."""
 
 
+TRIAL_OPERATIONS = 75_000.0
+"""A trial's utility work besides the decoder's product (drawing its noise, numpy calls), in the same operations."""
+
+
 class DpMfProblem(ParamsModel):
     """The synthetic problem of a dp-mf verification job."""
 
@@ -53,8 +57,9 @@ class DpMfSimulator(Simulator[DpMfParams, DpMfProblem]):
     """The release C·G + Z: prefix-sum error against σ²‖B‖²_F/T, and a canary audit along a dedicated coordinate."""
 
     problem_model = DpMfProblem
-    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 5e-9, "privacy-audit": 4e-8}
-    """Measured on the example job and at T = 512 (one process, this VM; utility: the decoder's matrix products)."""
+    seconds_per_operation: ClassVar[Mapping[str, float]] = {"utility": 3e-10, "privacy-audit": 2.3e-8}
+    """Measured by ``python benchmarks/jobs.py --calibrate`` and at T = 512 (one process, this VM in its slower
+    phase): utility counts T·rows·d per trial for the decoder's product plus :data:`TRIAL_OPERATIONS`."""
     version = 1
 
     def plan(self, job: Job[DpMfParams, DpMfProblem]) -> JobPlan:
@@ -82,7 +87,7 @@ class DpMfSimulator(Simulator[DpMfParams, DpMfProblem]):
                 **{k: v for k, v in canary.items() if k not in ("method", "mu")},
             },
             work={
-                "utility": job.trials * p.steps * rows * job.problem.dimension,
+                "utility": job.trials * (p.steps * rows * job.problem.dimension + TRIAL_OPERATIONS),
                 "privacy-audit": job.trials * rows * 2.0,
             },
             epsilon_exact=exact,
