@@ -242,13 +242,15 @@ def _pattern(
 
 @functools.lru_cache(maxsize=16)
 def encoder(strategy: Strategy, steps: int) -> np.ndarray:
-    """C for a toeplitz or matrix strategy (the tree's Gram matrix is built directly)."""
+    """C for a toeplitz or matrix strategy, read-only (the tree's Gram matrix is built directly)."""
     if isinstance(strategy, ToeplitzStrategy):
-        return strategies.toeplitz_encoder(strategy.coefficients, steps)
-    assert isinstance(strategy, MatrixStrategy)
-    c = np.zeros((steps, steps))
-    for t, row in enumerate(strategy.rows):
-        c[t, : len(row)] = row
+        c = strategies.toeplitz_encoder(strategy.coefficients, steps)
+    else:
+        assert isinstance(strategy, MatrixStrategy)
+        c = np.zeros((steps, steps))
+        for t, row in enumerate(strategy.rows):
+            c[t, : len(row)] = row
+    c.flags.writeable = False
     return c
 
 

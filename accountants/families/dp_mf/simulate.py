@@ -34,8 +34,8 @@ from ...mechanisms.gaussian import gaussian_epsilon
 from ...params import ParamsModel, param
 from ...verification import BlockResult, Job, JobPlan, Simulator, register_simulator
 from . import strategies
-from .params import ALGORITHM_ID, DpMfParams, IdentityStrategy, MatrixStrategy, ToeplitzStrategy
-from .privacy import Release, Route, release_of
+from .params import ALGORITHM_ID, DpMfParams, IdentityStrategy, TreeStrategy
+from .privacy import Release, Route, encoder, release_of
 from .text import RELATION_FACTOR
 
 MAX_SIMULATED_STEPS = 1024
@@ -118,14 +118,9 @@ def encoder_matrix(p: DpMfParams) -> np.ndarray:
     s = p.strategy
     if isinstance(s, IdentityStrategy):
         return np.eye(p.steps)
-    if isinstance(s, ToeplitzStrategy):
-        return strategies.toeplitz_encoder(s.coefficients, p.steps)
-    if isinstance(s, MatrixStrategy):
-        c = np.zeros((p.steps, p.steps))
-        for t, row in enumerate(s.rows):
-            c[t, : len(row)] = row
-        return c
-    return strategies.tree_encoder(p.steps, s.completion, s.restart_every)
+    if isinstance(s, TreeStrategy):
+        return strategies.tree_encoder(p.steps, s.completion, s.restart_every)
+    return encoder(s, p.steps)
 
 
 @functools.lru_cache(maxsize=4)
