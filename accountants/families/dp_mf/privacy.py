@@ -179,7 +179,7 @@ def _toeplitz_release(
 
 def _banded_toeplitz_release(strategy: ToeplitzStrategy, steps: int, dataset_size: int, batch_size: int) -> Release:
     """cyclic-poisson with a Toeplitz C: as many groups as bands, so a group's columns are orthogonal (any T)."""
-    groups = strategies.toeplitz_bands(strategy.coefficients)
+    groups = min(strategies.toeplitz_bands(strategy.coefficients), steps)  # C's bands within its T rows
     q = _group_rate(groups, dataset_size, batch_size)
     largest = math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))[0]))
     one = Sensitivity(largest, largest, (0,), True, "one participation: the largest column norm of C")
