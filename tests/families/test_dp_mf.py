@@ -472,3 +472,15 @@ def test_the_cost_of_a_dense_sensitivity_is_decided_without_computing_it():
     assert MF.cost(Operation.PRIVACY, dense) is Cost.HEAVY and privacy._release.cache_info().currsize == 0
     long_toeplitz = {**BASE, "steps": 10**6, "strategy": {"type": "toeplitz", "coefficients": [1.0, 0.5]}}
     assert MF.cost(Operation.PRIVACY, long_toeplitz) is Cost.CHEAP  # exact GDP from O(m) column norms
+
+
+def test_the_sampling_rate_stated_is_the_one_the_release_samples_at():
+    identity = {**BASE, "strategy": {"type": "identity"}}
+    for participation, rate in (("poisson", 0.01), ("cyclic-poisson", 0.01), ("balls-in-bins", None), ("cyclic", None)):
+        assert MF.privacy({**identity, "participation": participation}, 1e-5).conventions.sampling_rate == rate
+    banded = {
+        **BASE,
+        "strategy": {"type": "toeplitz", "coefficients": list(HALVING)},
+        "participation": "cyclic-poisson",
+    }
+    assert MF.privacy(banded, 1e-5).conventions.sampling_rate == pytest.approx(0.04)

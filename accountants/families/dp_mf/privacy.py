@@ -61,10 +61,16 @@ class Release:
     sensitivity: Sensitivity
     pattern: Pattern
     sampling_rate: float | None = None
+    """q where a record's steps are sampled (amplified banded, and C = I under Poisson-type sampling), else None."""
     rounds: int | None = None
     groups: int | None = None
     amplification_refused: str | None = None
     """Why a Poisson-type participation is accounted without amplification (None where it is not)."""
+
+    @property
+    def sampled(self) -> bool:
+        """Whether a record's steps are sampled (at :attr:`sampling_rate`)."""
+        return self.sampling_rate is not None
 
 
 def spine_relation(p: DpMfParams) -> Neighbouring:
@@ -117,13 +123,14 @@ def _release(
 ) -> Release:
     epoch = max(1, dataset_size // batch_size)
     if isinstance(strategy, IdentityStrategy):
-        return _identity_release(steps, participation, epoch, min_separation, max_participations)
-    if isinstance(strategy, ToeplitzStrategy) and participation != "cyclic-poisson":
+        rate = batch_size / dataset_size
+        return _identity_release(steps, participation, epoch, rate, min_separation, max_participations)
+    if isinstance(strategy, ToeplitzStrategy):
+        if participation == "cyclic-poisson":
+            return _banded_toeplitz_release(strategy, steps, dataset_size, batch_size)
         structured = _toeplitz_release(strategy, steps, participation, epoch, min_separation, max_participations)
         if structured is not None:
             return structured
-    if isinstance(strategy, ToeplitzStrategy) and participation == "cyclic-poisson":
-        return _banded_toeplitz_release(strategy, steps, dataset_size, batch_size)
     gram = gram_matrix(strategy, steps)
     if participation == "cyclic-poisson":
         groups = strategies.bands(encoder(strategy, steps)) if not isinstance(strategy, TreeStrategy) else steps
@@ -210,12 +217,19 @@ def _group_rate(groups: int, dataset_size: int, batch_size: int) -> float:
 
 
 def _identity_release(
-    steps: int, participation: str, epoch: int, min_separation: int | None, max_participations: int | None
+    steps: int,
+    participation: str,
+    epoch: int,
+    rate: float,
+    min_separation: int | None,
+    max_participations: int | None,
 ) -> Release:
-    """C = I: DP-SGD. Amplified loaders: Δ = 1 per participation; cyclic and single-epoch: Δ = √k."""
+    """C = I: DP-SGD. Amplified loaders: Δ = 1 per participation (Poisson-type: each step sampled at q = B/n);
+    cyclic and single-epoch: Δ = √k."""
     if participation in ("poisson", "cyclic-poisson", "balls-in-bins"):
         one = Sensitivity(1.0, 1.0, (0,), True, "C = I: one participation moves one row by at most 1")
-        return Release(Route.IDENTITY, one, Pattern(steps, 1))
+        sampled = rate if participation != "balls-in-bins" else None
+        return Release(Route.IDENTITY, one, Pattern(steps, 1), sampling_rate=sampled)
     pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
     k = pattern.effective_participations(steps)
     witness = _every(pattern.min_separation, k)

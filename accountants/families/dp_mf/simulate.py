@@ -36,7 +36,7 @@ from ...verification import BlockResult, Job, JobPlan, Simulator, register_simul
 from . import strategies
 from .params import ALGORITHM_ID, DpMfParams, IdentityStrategy, TreeStrategy
 from .privacy import Release, Route, encoder, release_of
-from .text import RELATION_FACTOR
+from .text import relation_sensitivity
 
 MAX_SIMULATED_STEPS = 1024
 """Most steps a verification job simulates (B is a dense T × rows matrix)."""
@@ -68,11 +68,11 @@ class DpMfSimulator(Simulator[DpMfParams, DpMfProblem]):
         _simulated_or_refused(p, release, job.audit)
         report = job.privacy()
         z = report.required_noise.noise_multiplier
-        sigma = z * release.sensitivity.value * RELATION_FACTOR[p.neighbouring]  # std per entry, clip_norm = 1
+        sigma = z * relation_sensitivity(p, release) / p.clip_norm  # std per entry, in units of clip_norm
         encoder = encoder_matrix(p)
         decoder = prefix_decoder(encoder)
         predicted = sigma**2 * float(np.sum(decoder**2)) / p.steps
-        canary = _canary(p, release, encoder, sigma)
+        canary = _canary(release, encoder, z)
         mu = canary.get("mu")
         exact = gaussian_epsilon(1.0 / mu, job.delta) if mu is not None and release.sensitivity.exact else None
         rows = encoder.shape[0]
@@ -151,11 +151,11 @@ def _prefix_errors(rng: np.random.Generator, trials: int, decoder: np.ndarray, s
     return np.concatenate(errors)
 
 
-def _canary(p: DpMfParams, release: Release, encoder: np.ndarray, sigma: float) -> dict[str, Any]:
+def _canary(release: Release, encoder: np.ndarray, z: float) -> dict[str, Any]:
     """Where the canary is: its group's steps sampled at rate q, or a fixed pattern (the shift v = C·x and its μ =
-    ‖v‖ over the noise, in the relation's units)."""
-    if _sampled(p, release):
-        rate = release.sampling_rate if release.sampling_rate is not None else p.batch_size / p.dataset_size
+    ‖v‖/(z·Δ): the shift over the noise, both in the relation's units, whose doubling cancels)."""
+    if release.sampling_rate is not None:
+        rate = release.sampling_rate
         groups = release.groups or 1
         norms = np.linalg.norm(encoder[:, ::groups], axis=0)
         return {
@@ -168,17 +168,10 @@ def _canary(p: DpMfParams, release: Release, encoder: np.ndarray, sigma: float) 
     shift = encoder[:, steps].sum(axis=1)
     return {
         "shift": shift.tolist(),
-        "mu": float(np.linalg.norm(shift)) * RELATION_FACTOR[p.neighbouring] / sigma,
+        "mu": float(np.linalg.norm(shift)) / (z * release.sensitivity.value),
         "method": f"gradient canary at steps {steps[:8]}{'…' if len(steps) > 8 else ''} (the worst pattern found); "
         "score: ⟨C·x, Y⟩, the log-likelihood ratio of a Gaussian shift",
     }
-
-
-def _sampled(p: DpMfParams, release: Release) -> bool:
-    """Whether the canary's steps are sampled (amplified banded, or C = I under Poisson)."""
-    return release.route is Route.AMPLIFIED_BANDED or (
-        release.route is Route.IDENTITY and p.participation in ("poisson", "cyclic-poisson")
-    )
 
 
 def _scores(
@@ -219,7 +212,7 @@ def _simulated_or_refused(p: DpMfParams, release: Release, audit: bool) -> None:
             f"an integer in [1, {MAX_SIMULATED_STEPS}] in a verification job",
             p.steps,
         )
-    if audit and not _sampled(p, release) and p.participation not in ("cyclic", "single-epoch"):
+    if audit and not release.sampled and p.participation not in ("cyclic", "single-epoch"):
         raise ParameterError.single(
             "participation",
             "the privacy audit of dp-mf simulates fixed patterns (cyclic, single-epoch) and the amplified banded "

@@ -22,9 +22,14 @@ PARTICIPATION_TEXT = {
 RELATION_FACTOR = {"zero-out": 1.0, "add-remove": 1.0, "replace-one": 2.0}
 
 
+def relation_scale(p: DpMfParams) -> float:
+    """What multiplies Δ (C's sensitivity for unit gradients): clip_norm, doubled under replace-one."""
+    return p.clip_norm * RELATION_FACTOR[p.neighbouring]
+
+
 def relation_sensitivity(p: DpMfParams, release: Release) -> float:
     """The L2 sensitivity the multiplier is relative to: clip_norm·Δ, doubled under replace-one."""
-    return p.clip_norm * release.sensitivity.value * RELATION_FACTOR[p.neighbouring]
+    return relation_scale(p) * release.sensitivity.value
 
 
 def noise_multiplier(p: DpMfParams, release: Release) -> float:
@@ -45,7 +50,6 @@ def sensitivity_rule(p: DpMfParams, release: Release) -> str:
 
 def noise(p: DpMfParams, release: Release, z: float) -> Noise:
     s = release.sensitivity
-    scale = p.clip_norm * RELATION_FACTOR[p.neighbouring]
     return replace(
         Noise.scaled(
             z,
@@ -54,7 +58,7 @@ def noise(p: DpMfParams, release: Release, z: float) -> Noise:
             "noise_std is the std of each entry of Z in C·G + Z, in the units of the summed clipped gradients",
         ),
         sensitivity_exact=s.exact,
-        sensitivity_attained=s.lower * scale,
+        sensitivity_attained=s.lower * relation_scale(p),
         worst_pattern=s.witness or None,
     )
 
@@ -81,11 +85,7 @@ def conventions(p: DpMfParams, release: Release) -> Conventions:
         noise_multiplier_definition="noise_multiplier = std of each entry of Z / sensitivity; "
         + sensitivity_rule(p, release),
         released="every row of C·G + Z (the model iterates are its post-processing B·(C·G + Z))",
-        sampling_rate=release.sampling_rate
-        if release.route is Route.AMPLIFIED_BANDED
-        else (
-            p.batch_size / p.dataset_size if release.route is Route.IDENTITY and p.participation == "poisson" else None
-        ),
+        sampling_rate=release.sampling_rate,
     )
 
 
