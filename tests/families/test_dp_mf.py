@@ -9,6 +9,7 @@ import math
 import dp_accounting as dpa
 import numpy as np
 import pytest
+from scipy import optimize, special
 from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 
 from accountants import registry
@@ -253,8 +254,8 @@ def test_calibration_inverts_privacy():
     assert back.epsilon == pytest.approx(2.0, rel=1e-4) and back.epsilon <= 2.0 * (1 + 1e-9)
 
 
-def test_poisson_with_a_general_c_claims_no_amplification_and_says_so():
-    params = {**BASE, "steps": 200, "strategy": {"type": "tree"}, "participation": "poisson"}
+def test_poisson_with_a_general_c_claims_no_amplification_when_asked_and_says_so():
+    params = {**BASE, "steps": 200, "strategy": {"type": "tree"}, "participation": "poisson", "amplification": "none"}
     answer = MF.privacy(params, 1e-5)
     assert any("No amplification" in w for w in answer.warnings)
     gram = strategies.tree_gram(200, False, None)
@@ -334,10 +335,13 @@ def test_long_toeplitz_runs_are_answered_from_the_column_norms():
     assert cyclic.noise.sensitivity == pytest.approx(math.sqrt(100 * 1.3125), rel=1e-12)
     banded = MF.privacy({**params, "participation": "cyclic-poisson"}, 1e-5)
     assert banded.conventions.sampling_rate == pytest.approx(0.003) and "33334" in banded.conventions.step_rule
+    spectral = MF.privacy({**params, "participation": "poisson"}, 1e-5)  # Σ|c| for any T
+    assert spectral.conventions.sampling_rate == pytest.approx(0.001)
+    assert any("‖C‖₂ ≤ 1.75 " in (r.method or "") for r in spectral.accountants)
     for refused in (
         {"strategy": {"type": "tree"}, "participation": "cyclic"},
         {"participation": "cyclic", "min_separation": 2},
-        {"participation": "poisson"},
+        {"participation": "poisson", "amplification": "none"},
     ):
         with pytest.raises(ParameterError, match="steps: at most 2048"):
             MF.privacy({**params, **refused}, 1e-5)
@@ -484,3 +488,93 @@ def test_the_sampling_rate_stated_is_the_one_the_release_samples_at():
         "participation": "cyclic-poisson",
     }
     assert MF.privacy(banded, 1e-5).conventions.sampling_rate == pytest.approx(0.04)
+
+
+# -- amplification of a general C under Poisson sampling --------------------------------------------------------------
+
+
+def _exact_losses(encoder, rate, sigma, samples, rng, chunk=4000):
+    """Privacy-loss samples of C·b + Z (b i.i.d. Bernoulli(q) per step) with its likelihood ratio computed exactly
+    over every pattern b (T ≤ 12): remove direction (drawn with the record), add direction (without)."""
+    rows, steps = encoder.shape
+    patterns = np.array(list(itertools.product((0.0, 1.0), repeat=steps)))
+    joined = patterns.sum(axis=1)
+    log_prior = joined * math.log(rate) + (steps - joined) * math.log1p(-rate)
+    means = patterns @ encoder.T
+    half = 0.5 * np.sum(means**2, axis=1)
+
+    def loss(y):
+        return np.concatenate(
+            [
+                special.logsumexp((y[k : k + chunk] @ means.T - half) / sigma**2 + log_prior, axis=1)
+                for k in range(0, len(y), chunk)
+            ]
+        )
+
+    drawn = rng.choice(len(patterns), size=samples, p=np.exp(log_prior))
+    with_record = loss(means[drawn] + sigma * rng.standard_normal((samples, rows)))
+    without = -loss(sigma * rng.standard_normal((samples, rows)))
+    return with_record, without
+
+
+def _monte_carlo_epsilon_lower(losses, delta, confidence=1e-6):
+    """The least ε at which a Hoeffding lower confidence bound on max over directions of E[(1 − e^{ε−L})₊] is ≤ δ:
+    below it the mechanism is, with that confidence, not (ε, δ)-DP."""
+    margin = math.sqrt(math.log(2 / confidence) / (2 * min(len(x) for x in losses)))
+
+    def excess(eps):
+        return max(float(np.mean(-np.expm1(np.minimum(eps - x, 0.0)))) for x in losses) - margin - delta
+
+    return 0.0 if excess(0.0) <= 0.0 else optimize.brentq(excess, 0.0, 60.0)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "rate", "sigma", "columns_under_report"),
+    [
+        ({"type": "toeplitz", "coefficients": [0.868, 0.434, 0.217, 0.109]}, 0.3, 1.0, True),
+        ({"type": "toeplitz", "coefficients": [1.0, -0.6, 0.3]}, 0.5, 1.5, False),  # signs cancel: more private
+        ({"type": "tree"}, 0.2, 2.0, True),
+    ],
+)
+def test_sampling_credited_through_the_operator_norm_is_above_a_monte_carlo_lower_bound(
+    strategy, rate, sigma, columns_under_report
+):
+    steps, delta = 10, 0.1
+    params = {"dataset_size": 100, "batch_size": round(100 * rate), "steps": steps, "noise_std": sigma}
+    params |= {"strategy": strategy, "participation": "poisson"}
+    encoder = (
+        strategies.tree_encoder(steps, False, None)
+        if strategy["type"] == "tree"
+        else strategies.toeplitz_encoder(tuple(strategy["coefficients"]), steps)
+    )
+    # the tree's C has a row per node: the release is C·b + Z all the same (rows released as their ranges end)
+    lower = _monte_carlo_epsilon_lower(_exact_losses(encoder, rate, sigma, 50_000, np.random.default_rng(7)), delta)
+    spectral = MF.privacy(params, delta)
+    unamplified = MF.privacy({**params, "amplification": "none"}, delta)
+    assert lower <= spectral.epsilon <= unamplified.epsilon
+    # the bound has teeth: crediting sampling as if a non-negative C's columns were DP-SGD's steps under-reports
+    column = math.sqrt(float(np.max(np.sum(encoder**2, axis=0))))
+    naive = SGD.privacy(
+        {
+            "dataset_size": 100,
+            "batch_size": round(100 * rate),
+            "steps": steps,
+            "sampling": "poisson",
+            "noise_multiplier": sigma / column,
+        },
+        delta,
+    )
+    assert (naive.epsilon < lower) == columns_under_report
+
+
+def test_sampling_credited_through_the_operator_norm_reduces_to_dp_sgd():
+    """The spectral route is DP-SGD's tree at σ/‖C‖₂: for a scaled identity written as a Toeplitz C, DP-SGD's ε at
+    the same noise over the scale (bit for bit), under each Poisson-type loader."""
+    for participation, sampling in (("poisson", "poisson"), ("balls-in-bins", "balls-in-bins")):
+        base = {**BASE, "steps": 300, "participation": participation, "noise_std": 3.0, "noise_multiplier": None}
+        scaled = MF.privacy({**base, "strategy": {"type": "toeplitz", "coefficients": [2.0]}}, 1e-5)
+        sgd = SGD.privacy(
+            {"dataset_size": 10000, "batch_size": 100, "steps": 300, "sampling": sampling, "noise_multiplier": 1.5},
+            1e-5,
+        )
+        assert [r.epsilon for r in scaled.accountants[:2]] == [r.epsilon for r in sgd.accountants[:2]]

@@ -15,6 +15,9 @@ ALGORITHM_ID = "dp-mf"
 MAX_COEFFICIENTS = MAX_DENSE_STEPS
 
 Participation = Literal["poisson", "single-epoch", "cyclic", "cyclic-poisson", "balls-in-bins"]
+SAMPLED_PARTICIPATIONS = ("poisson", "cyclic-poisson", "balls-in-bins")
+"""Participations where a record's steps are drawn at random (amplification by sampling may be claimed)."""
+Amplification = Literal["spectral", "none"]
 MfNeighbouring = Literal["zero-out", "add-remove", "replace-one"]
 
 
@@ -97,6 +100,12 @@ class DpMfParams(ParamsModel):
     """Absolute std of each entry of Z; an alternative to noise_multiplier."""
     clip_norm: float = param(symbol="C", unit="gradient L2-norm units", example=1.0, gt=0, le=1e12, default=1.0)
     """Per-example L2 clipping norm; only converts between noise_multiplier and noise_std."""
+    amplification: Amplification | None = param(example="spectral", default=None)
+    """Poisson-type participation (poisson, cyclic-poisson, balls-in-bins) with C ≠ I: how sampling is credited.
+    spectral (the default): DP-SGD's releases with the same participation at noise std σ/‖C‖₂ (a post-processing
+    of them; ‖C‖₂ a certified upper bound) — cyclic-poisson with a group's columns orthogonal keeps its exact
+    amplified banded reduction; none: one Gaussian of C's sensitivity over every pattern the participation allows
+    (no amplification). Not given with other participations."""
     neighbouring: MfNeighbouring = param(example="zero-out", default="zero-out")
     """zero-out (one record's gradients replaced by zeros: the convention of matrix mechanisms, dp_accounting's
     REPLACE_SPECIAL), add-remove or replace-one (sensitivity doubled). Zero-out and add-remove give the same pairs of
@@ -132,9 +141,18 @@ class DpMfParams(ParamsModel):
             return True
         if not isinstance(s, ToeplitzStrategy):
             return False
-        if self.participation in ("single-epoch", "cyclic-poisson"):
+        if self.participation in ("single-epoch", "cyclic-poisson") or self.spectral:
             return True
         return self.participation == "cyclic" and (self.min_separation or self.epoch_steps) >= len(s.coefficients)
+
+    @property
+    def spectral(self) -> bool:
+        """Whether sampling is credited through ‖C‖₂ (:attr:`amplification`): Poisson-type participation, C ≠ I."""
+        return (
+            self.participation in SAMPLED_PARTICIPATIONS
+            and not isinstance(self.strategy, IdentityStrategy)
+            and self.amplification != "none"
+        )
 
     @property
     def epoch_steps(self) -> int:
@@ -164,6 +182,14 @@ def _strategy_issues(p: DpMfParams) -> list[FieldIssue]:
 
 def _participation_issues(p: DpMfParams) -> list[FieldIssue]:
     issues = []
+    if p.amplification is not None and p.participation not in SAMPLED_PARTICIPATIONS:
+        issues.append(
+            FieldIssue(
+                ("amplification",),
+                "describes Poisson-type participation: give it with poisson, cyclic-poisson or balls-in-bins only",
+                "omitted unless participation is poisson, cyclic-poisson or balls-in-bins",
+            )
+        )
     if p.participation != "cyclic":
         for name in ("min_separation", "max_participations"):
             if getattr(p, name) is not None:

@@ -9,9 +9,17 @@ Three routes, chosen from the strategy and the participation (never from the noi
   steps, so the release is ⌈T/b⌉ Poisson-subsampled Gaussians at z over one participation's sensitivity (the largest
   column norm) — the reduction of Choquette-Choo et al. 2023 (arXiv 2306.08153, Thm. 4; jax_privacy's
   ``amplified_bandmf_event``);
+* **spectral** (Poisson-type participation with another C, unless ``amplification="none"``): DP-SGD's tree for the
+  same participation at the per-step multiplier σ/‖C‖₂ (σ the noise std over the clip norm, ‖C‖₂ a certified
+  upper bound). Soundness: Z has the law C·W₁ + Z′ with W₁ ~ N(0, λI), λ = σ²/‖C‖₂², and Z′ ~ N(0, σ²I − λCCᵀ)
+  independent (σ²I − λCCᵀ ⪰ 0 exactly when λ ≤ σ²/‖C‖₂²), so C·G + Z = C·(G + W₁) + Z′: a post-processing, with
+  independent randomness Z′ drawn up front, of G + W₁ — DP-SGD's releases (row t of G is the record's clipped
+  gradient where it joins step t, chosen from rows of C·G + Z before t, all functions of (G + W₁) before t and Z′,
+  C being lower-triangular in time). Conditioned on Z′, that is DP-SGD's adaptive composition for every Z′, hence
+  also averaged over it. Any C, any sign; exact for C = I;
 * **Gaussian**: otherwise one Gaussian release of C·G at z over the sensitivity under the pattern (exact GDP
-  μ = 1/z); for Poisson-type participation this claims no amplification (a record may join any step: the pattern
-  allows every step, or one per epoch for balls-in-bins).
+  μ = 1/z); under Poisson-type participation with ``amplification="none"`` this claims no amplification (a record
+  may join any step: the pattern allows every step, or one per epoch for balls-in-bins).
 
 Zero-out neighbours (a record's gradients replaced by zeros) give, for each of these releases, the same pairs of
 output distributions as adding or removing the record, so the plan is read under add-remove; replace-one doubles
@@ -49,6 +57,7 @@ IDENTITY_LOADERS: dict[str, Sampler] = {
 class Route(enum.Enum):
     IDENTITY = "identity"
     AMPLIFIED_BANDED = "amplified-banded"
+    SPECTRAL = "spectral"
     GAUSSIAN = "gaussian"
 
 
@@ -66,6 +75,10 @@ class Release:
     groups: int | None = None
     amplification_refused: str | None = None
     """Why a Poisson-type participation is accounted without amplification (None where it is not)."""
+    operator_norm: float | None = None
+    """The spectral route's certified upper bound on ‖C‖₂ (None on the other routes)."""
+    loader: DpSgdParams | None = None
+    """The spectral route's DP-SGD participation: dp-sgd's loader, dataset, batch and steps of one record."""
 
     @property
     def sampled(self) -> bool:
@@ -82,6 +95,10 @@ def mechanism(p: DpMfParams, release: Release, z: float) -> DpEvent:
     """The releases about one record at multiplier z."""
     if release.route is Route.IDENTITY:
         return dp_sgd_privacy.mechanism(*identity_as_dp_sgd(p, release, z))
+    if release.route is Route.SPECTRAL:
+        assert release.loader is not None and release.operator_norm is not None and release.rounds is not None
+        per_step = z * release.sensitivity.value / release.operator_norm
+        return dp_sgd_privacy.mechanism(release.loader, per_step, release.rounds)
     if release.route is Route.AMPLIFIED_BANDED:
         assert release.sampling_rate is not None and release.rounds is not None
         z_add_remove = 2.0 * z if p.neighbouring == "replace-one" else z
@@ -106,9 +123,44 @@ def identity_as_dp_sgd(p: DpMfParams, release: Release, z: float) -> tuple[DpSgd
 
 def release_of(p: DpMfParams) -> Release:
     """The route and sensitivity for these hyperparameters (independent of the noise)."""
-    return _release(
+    spectral = (p.strategy, p.steps, p.participation, p.dataset_size, p.batch_size, spine_relation(p))
+    if p.spectral and p.participation != "cyclic-poisson":
+        return _spectral_release(*spectral)
+    release = _release(
         p.strategy, p.steps, p.participation, p.dataset_size, p.batch_size, p.min_separation, p.max_participations
     )
+    if p.spectral and release.route is Route.GAUSSIAN:  # cyclic-poisson's amplified banded route is exact: kept
+        return _spectral_release(*spectral)
+    return release
+
+
+@functools.lru_cache(maxsize=32)
+def _spectral_release(
+    strategy: Strategy, steps: int, participation: str, dataset_size: int, batch_size: int, relation: Neighbouring
+) -> Release:
+    """Poisson-type participation with C ≠ I: DP-SGD's releases at σ/‖C‖₂ (the module's soundness argument); the
+    multiplier is relative to one participation's sensitivity (C's largest column norm), as on the other amplified
+    routes. cyclic-poisson samples a record at its group's ⌈T/b⌉ steps with q = B·b/n (b = C's bands)."""
+    if isinstance(strategy, ToeplitzStrategy):
+        norm = strategies.toeplitz_operator_norm(strategy.coefficients)
+        column, largest = (
+            0,
+            math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))[0])),
+        )
+        groups = min(strategies.toeplitz_bands(strategy.coefficients), steps)
+    else:
+        gram = gram_matrix(strategy, steps)
+        norm = strategies.gram_operator_norm(gram)
+        column = int(np.argmax(np.diagonal(gram)))
+        largest = math.sqrt(float(gram[column, column]))
+        groups = steps if isinstance(strategy, TreeStrategy) else strategies.bands(encoder(strategy, steps))
+    one = Sensitivity(largest, largest, (column,), True, "one participation: the largest column norm of C")
+    q: float | None = batch_size / dataset_size if participation == "poisson" else None
+    batch, rounds, loader = batch_size, steps, IDENTITY_LOADERS[participation]
+    if participation == "cyclic-poisson":  # a record joins only its group's steps, each with q = B·b/n
+        q, batch, rounds = _group_rate(groups, dataset_size, batch_size), batch_size * groups, -(-steps // groups)
+    sgd = DpSgdParams(dataset_size=dataset_size, batch_size=batch, steps=rounds, sampling=loader, neighbouring=relation)
+    return Release(Route.SPECTRAL, one, Pattern(steps, 1), q, rounds, groups, operator_norm=norm, loader=sgd)
 
 
 @functools.lru_cache(maxsize=32)
@@ -146,7 +198,7 @@ def _release(
         return Release(Route.GAUSSIAN, sensitivity(gram, pattern), pattern, amplification_refused=not_independent)
     pattern = _pattern(steps, participation, epoch, min_separation, max_participations)
     refused = (
-        "amplification of a general C by sampling (MMCC, arXiv 2310.15526) is not implemented yet: the pattern allows "
+        "amplification='none' was asked: the pattern allows "
         + ("every step" if participation == "poisson" else "one step per epoch, anywhere in it")
         if participation in ("poisson", "balls-in-bins")
         else None

@@ -212,6 +212,14 @@ def _simulated_or_refused(p: DpMfParams, release: Release, audit: bool) -> None:
             f"an integer in [1, {MAX_SIMULATED_STEPS}] in a verification job",
             p.steps,
         )
+    if audit and release.route is Route.SPECTRAL:
+        raise ParameterError.single(
+            "participation",
+            "the privacy audit of dp-mf simulates a sampled record only where its columns of C are orthogonal "
+            "(amplified banded, C = I); a sampled general C (the spectral route) needs the mixture over every pattern",
+            "cyclic, single-epoch, or cyclic-poisson with a banded C in a job with privacy-audit",
+            p.participation,
+        )
     if audit and not release.sampled and p.participation not in ("cyclic", "single-epoch"):
         raise ParameterError.single(
             "participation",

@@ -39,7 +39,8 @@ def noise_multiplier(p: DpMfParams, release: Release) -> float:
 def sensitivity_rule(p: DpMfParams, release: Release) -> str:
     s = release.sensitivity
     steps = ", ".join(map(str, s.witness[:12])) + (", …" if len(s.witness) > 12 else "") or "0, b, 2b, …"
-    over = "one participation" if release.route is Route.AMPLIFIED_BANDED else "the participation pattern"
+    one = release.route in (Route.AMPLIFIED_BANDED, Route.SPECTRAL)
+    over = "one participation" if one else "the participation pattern"
     kind = "exact" if s.exact else f"a certified upper bound (a pattern attains {s.lower:.6g}·clip_norm)"
     doubled = " × 2 (replace-one)" if p.neighbouring == "replace-one" else ""
     return (
@@ -67,6 +68,8 @@ def conventions(p: DpMfParams, release: Release) -> Conventions:
     rule = f"steps as given: {p.steps}"
     if release.route is Route.AMPLIFIED_BANDED:
         rule += f"; rounds per record = ⌈T/b⌉ = ⌈{p.steps}/{release.groups}⌉ = {release.rounds}"
+    elif release.route is Route.SPECTRAL and release.loader is not None and release.loader.steps != p.steps:
+        rule += f"; steps of a record's group = ⌈T/b⌉ = {release.loader.steps}"
     elif release.route is Route.GAUSSIAN or p.participation in ("cyclic", "single-epoch"):
         pattern = release.pattern
         k = pattern.effective_participations(p.steps)
@@ -99,11 +102,26 @@ def method(p: DpMfParams, release: Release) -> str:
             f"Poisson-subsampled Gaussian releases at q = {release.sampling_rate:.6g}, z over one participation's "
             "sensitivity (C's largest column norm)"
         )
+    if release.route is Route.SPECTRAL:
+        assert release.loader is not None
+        return (
+            f"spectral reduction: a post-processing of DP-SGD's releases ({release.loader.sampling} participation, "
+            f"{release.loader.steps} steps) at the per-step multiplier z·Δ/‖C‖₂, ‖C‖₂ ≤ {release.operator_norm:.10g} "
+            "(certified), Δ one participation's sensitivity (Z = C·W₁ + Z′ splits the noise: dpcal's own argument, "
+            "in accountants/families/dp_mf/privacy.py)"
+        )
     return "one Gaussian release of C·G at z over the sensitivity under the participation pattern (μ = 1/z)"
 
 
 def notes(p: DpMfParams, release: Release) -> list[str]:
     out = []
+    if release.route is Route.SPECTRAL:
+        out.append(
+            f"Sampling is credited through C's operator norm (‖C‖₂ ≤ {release.operator_norm:.6g}): the release is a "
+            "post-processing of DP-SGD's with the same participation at noise std σ/‖C‖₂; exact for C = I, "
+            "pessimistic by up to ‖C‖₂ over the column norm otherwise. amplification='none' gives the Gaussian of "
+            "C's sensitivity over every pattern instead."
+        )
     if release.amplification_refused:
         out.append(f"No amplification by sampling is claimed: {release.amplification_refused}.")
     if not release.sensitivity.exact:
