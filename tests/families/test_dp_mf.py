@@ -9,8 +9,8 @@ import math
 import dp_accounting as dpa
 import numpy as np
 import pytest
-from scipy import optimize, special
 from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
+from scipy import optimize, special
 
 from accountants import registry
 from accountants.errors import ParameterError
@@ -528,6 +528,7 @@ def _monte_carlo_epsilon_lower(losses, delta, confidence=1e-6):
     return 0.0 if excess(0.0) <= 0.0 else optimize.brentq(excess, 0.0, 60.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("strategy", "rate", "sigma", "columns_under_report"),
     [
@@ -578,3 +579,55 @@ def test_sampling_credited_through_the_operator_norm_reduces_to_dp_sgd():
             1e-5,
         )
         assert [r.epsilon for r in scaled.accountants[:2]] == [r.epsilon for r in sgd.accountants[:2]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("strategy", "rate", "sigma"),
+    [
+        ({"type": "toeplitz", "coefficients": [0.868, 0.434, 0.217, 0.109]}, 0.3, 1.0),
+        ({"type": "toeplitz", "coefficients": [1.0, -0.6, 0.3]}, 0.5, 1.5),
+        ({"type": "tree"}, 0.2, 2.0),
+    ],
+)
+def test_conditional_composition_is_above_a_monte_carlo_lower_bound_and_below_no_amplification(strategy, rate, sigma):
+    steps, delta = 10, 0.1
+    params = {"dataset_size": 100, "batch_size": round(100 * rate), "steps": steps, "noise_std": sigma}
+    params |= {"strategy": strategy, "participation": "poisson"}
+    encoder = (
+        strategies.tree_encoder(steps, False, None)
+        if strategy["type"] == "tree"
+        else strategies.toeplitz_encoder(tuple(strategy["coefficients"]), steps)
+    )
+    lower = _monte_carlo_epsilon_lower(_exact_losses(encoder, rate, sigma, 50_000, np.random.default_rng(11)), delta)
+    conditional = MF.privacy({**params, "amplification": "conditional"}, delta, "tight")  # rdp: slow mixture curves
+    unamplified = MF.privacy({**params, "amplification": "none"}, delta)
+    assert lower <= conditional.epsilon <= unamplified.epsilon
+    assert conditional.accountants[1].epsilon_lower is None  # δ is partly spent outside the mixtures: no lower bound
+
+
+def test_conditional_composition_spends_a_quarter_of_delta_and_composes_the_mixtures_it_states():
+    """Independent check of the plan: for C = c₀·I (no earlier row reads a step) every step is the Poisson-sampled
+    Gaussian at q, so the mixtures are dp-sgd's own releases and only δ/4 differs."""
+    params = {**BASE, "steps": 50, "noise_multiplier": None, "noise_std": 2.0, "participation": "poisson"}
+    conditional = MF.privacy(
+        {**params, "strategy": {"type": "toeplitz", "coefficients": [1.0]}, "amplification": "conditional"}, 4e-5
+    )
+    sgd = SGD.privacy(
+        {"dataset_size": 10000, "batch_size": 100, "steps": 50, "sampling": "poisson", "noise_multiplier": 2.0}, 3e-5
+    )
+    assert conditional.accountants[1].epsilon == pytest.approx(sgd.accountants[1].epsilon, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"participation": "balls-in-bins", "amplification": "conditional"}, "amplification"),
+        ({"participation": "poisson", "amplification": "conditional", "neighbouring": "replace-one"}, "amplification"),
+        ({"participation": "poisson", "amplification": "conditional", "steps": 1500}, "steps"),
+        ({"participation": "cyclic", "amplification": "spectral"}, "amplification"),
+    ],
+)
+def test_amplification_it_cannot_credit_is_a_named_error(extra, field):
+    with pytest.raises(ParameterError, match=field):
+        MF.privacy({**BASE, "strategy": {"type": "toeplitz", "coefficients": [1.0, 0.5]}, **extra}, 1e-5)

@@ -15,7 +15,7 @@ from ...registry import register
 from ...reports import AccountantResult, Conventions, Noise
 from . import text
 from .params import ALGORITHM_ID, DpMfParams
-from .privacy import mechanism, release_of, spine_relation
+from .privacy import mechanism_plan, release_of, spine_relation
 
 CHEAP_DENSE_STEPS = 64
 """Up to this T a dense sensitivity takes well under a millisecond (T²·k element operations); beyond, the request
@@ -44,7 +44,8 @@ class DpMf(PlannedFamily[DpMfParams]):
         p = self.parse(params)
         release = release_of(p)
         z = text.noise_multiplier(p, release)
-        return MechanismPlan(mechanism(p, release, z), spine_relation(p), description=text.method(p, release))
+        event, reserved = mechanism_plan(p, release, z, delta)
+        return MechanismPlan(event, spine_relation(p), reserved, description=text.method(p, release))
 
     def cost(self, operation: Operation, params: Mapping[str, Any] | ParamsModel, accountant: str = "best") -> Cost:
         """Heavy wherever C's sensitivity needs its dense Gram matrix beyond a small T (:data:`CHEAP_DENSE_STEPS`):

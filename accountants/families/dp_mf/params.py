@@ -17,7 +17,9 @@ MAX_COEFFICIENTS = MAX_DENSE_STEPS
 Participation = Literal["poisson", "single-epoch", "cyclic", "cyclic-poisson", "balls-in-bins"]
 SAMPLED_PARTICIPATIONS = ("poisson", "cyclic-poisson", "balls-in-bins")
 """Participations where a record's steps are drawn at random (amplification by sampling may be claimed)."""
-Amplification = Literal["spectral", "none"]
+Amplification = Literal["spectral", "conditional", "none"]
+MAX_CONDITIONAL_STEPS = 1024
+"""Most steps of a conditional-composition account (its posterior bounds read C's dense rows)."""
 MfNeighbouring = Literal["zero-out", "add-remove", "replace-one"]
 
 
@@ -104,8 +106,11 @@ class DpMfParams(ParamsModel):
     """Poisson-type participation (poisson, cyclic-poisson, balls-in-bins) with C ≠ I: how sampling is credited.
     spectral (the default): DP-SGD's releases with the same participation at noise std σ/‖C‖₂ (a post-processing
     of them; ‖C‖₂ a certified upper bound) — cyclic-poisson with a group's columns orthogonal keeps its exact
-    amplified banded reduction; none: one Gaussian of C's sensitivity over every pattern the participation allows
-    (no amplification). Not given with other participations."""
+    amplified banded reduction; conditional (poisson only; add-remove or zero-out; T ≤ 1024): conditional
+    composition after MMCC (arXiv 2310.15526) — each step's release given the earlier ones is dominated by a mixture
+    of Gaussians outside outputs of probability δ/4, which the answer spends (for comparison: spectral has been the
+    tighter of the two on every banded C measured); none: one Gaussian of C's sensitivity over every pattern the
+    participation allows (no amplification). Not given with other participations."""
     neighbouring: MfNeighbouring = param(example="zero-out", default="zero-out")
     """zero-out (one record's gradients replaced by zeros: the convention of matrix mechanisms, dp_accounting's
     REPLACE_SPECIAL), add-remove or replace-one (sensitivity doubled). Zero-out and add-remove give the same pairs of
@@ -151,7 +156,7 @@ class DpMfParams(ParamsModel):
         return (
             self.participation in SAMPLED_PARTICIPATIONS
             and not isinstance(self.strategy, IdentityStrategy)
-            and self.amplification != "none"
+            and self.amplification in (None, "spectral")
         )
 
     @property
@@ -180,6 +185,25 @@ def _strategy_issues(p: DpMfParams) -> list[FieldIssue]:
     return []
 
 
+def _conditional_issues(p: DpMfParams) -> list[FieldIssue]:
+    """Conditional composition reads independent per-step sampling, add/remove pairs and dense rows."""
+    rule = "conditional amplification"
+    if p.participation != "poisson":
+        return [FieldIssue(("amplification",), f"{rule} needs participation='poisson' (independent steps)", "spectral")]
+    if p.neighbouring == "replace-one":
+        return [FieldIssue(("amplification",), f"{rule} accounts add/remove (or zero-out) neighbours", "spectral")]
+    if p.steps > MAX_CONDITIONAL_STEPS and not isinstance(p.strategy, IdentityStrategy):
+        return [
+            FieldIssue(
+                ("steps",),
+                f"at most {MAX_CONDITIONAL_STEPS} with {rule} (it reads C's dense rows)",
+                f"an integer in [1, {MAX_CONDITIONAL_STEPS}], or amplification='spectral'",
+                p.steps,
+            )
+        ]
+    return []
+
+
 def _participation_issues(p: DpMfParams) -> list[FieldIssue]:
     issues = []
     if p.amplification is not None and p.participation not in SAMPLED_PARTICIPATIONS:
@@ -190,6 +214,8 @@ def _participation_issues(p: DpMfParams) -> list[FieldIssue]:
                 "omitted unless participation is poisson, cyclic-poisson or balls-in-bins",
             )
         )
+    if p.amplification == "conditional":
+        issues += _conditional_issues(p)
     if p.participation != "cyclic":
         for name in ("min_separation", "max_participations"):
             if getattr(p, name) is not None:

@@ -41,9 +41,11 @@ from ...rdp import Neighbouring
 from ..dp_sgd import privacy as dp_sgd_privacy
 from ..dp_sgd.params import DpSgdParams, Sampler
 from . import strategies
+from .conditional import conditional_plan
 from .params import DpMfParams, IdentityStrategy, MatrixStrategy, Strategy, ToeplitzStrategy, TreeStrategy
 from .sensitivity import Pattern, Sensitivity, sensitivity
 
+ONE_PARTICIPATION = "one participation: the largest column norm of C"
 IDENTITY_LOADERS: dict[str, Sampler] = {
     "poisson": "poisson",
     "cyclic-poisson": "poisson",
@@ -58,6 +60,7 @@ class Route(enum.Enum):
     IDENTITY = "identity"
     AMPLIFIED_BANDED = "amplified-banded"
     SPECTRAL = "spectral"
+    CONDITIONAL = "conditional"
     GAUSSIAN = "gaussian"
 
 
@@ -91,8 +94,19 @@ def spine_relation(p: DpMfParams) -> Neighbouring:
     return "replace-one" if p.neighbouring == "replace-one" else "add-remove"
 
 
+def mechanism_plan(p: DpMfParams, release: Release, z: float, delta: float) -> tuple[DpEvent, float]:
+    """The releases about one record at multiplier z, and the δ reserved outside them (the conditional route's
+    failure probability; 0 elsewhere)."""
+    if release.route is Route.CONDITIONAL:
+        assert release.sampling_rate is not None
+        rows, times = conditional_encoder(p.strategy, p.steps)
+        plan = conditional_plan(rows, times, release.sampling_rate, z * release.sensitivity.value, delta)
+        return plan.event, plan.reserved_delta
+    return mechanism(p, release, z), 0.0
+
+
 def mechanism(p: DpMfParams, release: Release, z: float) -> DpEvent:
-    """The releases about one record at multiplier z."""
+    """The releases about one record at multiplier z (every route but the conditional one, which needs δ)."""
     if release.route is Route.IDENTITY:
         return dp_sgd_privacy.mechanism(*identity_as_dp_sgd(p, release, z))
     if release.route is Route.SPECTRAL:
@@ -123,6 +137,8 @@ def identity_as_dp_sgd(p: DpMfParams, release: Release, z: float) -> tuple[DpSgd
 
 def release_of(p: DpMfParams) -> Release:
     """The route and sensitivity for these hyperparameters (independent of the noise)."""
+    if p.amplification == "conditional" and not isinstance(p.strategy, IdentityStrategy):
+        return _conditional_release(p.strategy, p.steps, p.dataset_size, p.batch_size)
     spectral = (p.strategy, p.steps, p.participation, p.dataset_size, p.batch_size, spine_relation(p))
     if p.spectral and p.participation != "cyclic-poisson":
         return _spectral_release(*spectral)
@@ -132,6 +148,29 @@ def release_of(p: DpMfParams) -> Release:
     if p.spectral and release.route is Route.GAUSSIAN:  # cyclic-poisson's amplified banded route is exact: kept
         return _spectral_release(*spectral)
     return release
+
+
+@functools.lru_cache(maxsize=32)
+def _conditional_release(strategy: Strategy, steps: int, dataset_size: int, batch_size: int) -> Release:
+    """Poisson participation credited by conditional composition (:mod:`.conditional`); the multiplier is relative
+    to one participation's sensitivity, C's largest column norm."""
+    rows, _ = conditional_encoder(strategy, steps)
+    norms = np.sqrt(np.sum(np.square(rows), axis=0))
+    column = int(np.argmax(norms))
+    one = Sensitivity(float(norms[column]), float(norms[column]), (column,), True, ONE_PARTICIPATION)
+    return Release(Route.CONDITIONAL, one, Pattern(steps, 1), batch_size / dataset_size)
+
+
+@functools.lru_cache(maxsize=8)
+def conditional_encoder(strategy: Strategy, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """C's rows and the step each is released at (a square C: row t at t; the tree: a node when its range ends)."""
+    if isinstance(strategy, TreeStrategy):
+        rows = strategies.tree_encoder(steps, strategy.completion, strategy.restart_every)
+        times = np.minimum(steps - 1, rows.shape[1] - 1 - np.argmax(rows[:, ::-1] > 0.0, axis=1))
+    else:
+        rows, times = encoder(strategy, steps), np.arange(steps)
+    rows.flags.writeable = False
+    return rows, times
 
 
 @functools.lru_cache(maxsize=32)
@@ -154,7 +193,7 @@ def _spectral_release(
         column = int(np.argmax(np.diagonal(gram)))
         largest = math.sqrt(float(gram[column, column]))
         groups = steps if isinstance(strategy, TreeStrategy) else strategies.bands(encoder(strategy, steps))
-    one = Sensitivity(largest, largest, (column,), True, "one participation: the largest column norm of C")
+    one = Sensitivity(largest, largest, (column,), True, ONE_PARTICIPATION)
     q: float | None = batch_size / dataset_size if participation == "poisson" else None
     batch, rounds, loader = batch_size, steps, IDENTITY_LOADERS[participation]
     if participation == "cyclic-poisson":  # a record joins only its group's steps, each with q = B·b/n

@@ -212,11 +212,12 @@ def _simulated_or_refused(p: DpMfParams, release: Release, audit: bool) -> None:
             f"an integer in [1, {MAX_SIMULATED_STEPS}] in a verification job",
             p.steps,
         )
-    if audit and release.route is Route.SPECTRAL:
+    if audit and release.route in (Route.SPECTRAL, Route.CONDITIONAL):
         raise ParameterError.single(
             "participation",
             "the privacy audit of dp-mf simulates a sampled record only where its columns of C are orthogonal "
-            "(amplified banded, C = I); a sampled general C (the spectral route) needs the mixture over every pattern",
+            "(amplified banded, C = I); a sampled general C (the spectral and conditional routes) needs the "
+            "mixture over every pattern",
             "cyclic, single-epoch, or cyclic-poisson with a banded C in a job with privacy-audit",
             p.participation,
         )
