@@ -97,7 +97,8 @@ def conditional_plan(
         squares += np.sum(np.square(encoder[rows]), axis=0)
         crosses += np.sum(absolute[rows] * (absolute[rows].sum(axis=1, keepdims=True) - absolute[rows]), axis=0)
     events = [_counted(MixtureOfGaussiansEvent(sigma, shifts, masses), n) for (shifts, masses), n in laws.items()]
-    return ConditionalPlan(events[0] if len(events) == 1 else ComposedEvent(tuple(events)), beta, bounds)
+    tree = events[0] if len(events) == 1 else ComposedEvent(tuple(events))
+    return ConditionalPlan(tree, beta if bounds else 0.0, bounds)  # no bound held: nothing can fail
 
 
 def _counted(event: DpEvent, count: int) -> DpEvent:
