@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +56,10 @@ SHIFT_GRID = 512
 """Grid cells over a release's largest shift Σⱼ aₜⱼ where its terms are too many to enumerate."""
 
 
+Law = tuple[tuple[float, ...], tuple[float, ...]]
+"""A shift law: (shifts, masses)."""
+
+
 @dataclass(frozen=True)
 class ConditionalPlan:
     """The mixtures of the conditional composition and the δ reserved for the failure of their bounds."""
@@ -70,7 +73,7 @@ class ConditionalPlan:
 def conditional_plan(
     encoder: np.ndarray, times: np.ndarray, rate: float, sigma: float, delta: float
 ) -> ConditionalPlan:
-    """The mixtures of every step's release (rows of ``encoder`` released at ``times``, non-decreasing; T columns)
+    """The mixtures of every step's release (rows of ``encoder``, row r released at step ``times[r]``; T columns)
     for records sampled with probability ``rate`` per step, noise std ``sigma`` per entry (clip-norm units) and a
     failure probability β = :data:`FAILURE_SHARE`·δ (the module's argument)."""
     beta = FAILURE_SHARE * delta
@@ -83,7 +86,7 @@ def conditional_plan(
     logit = math.log(rate) - math.log1p(-rate) if rate < 1.0 else math.inf
     squares = np.zeros(steps)  # ‖C_{R,j}‖² over the rows R released so far
     crosses = np.zeros(steps)  # Xⱼ over them
-    laws: Counter[tuple[tuple[float, ...], tuple[float, ...]]] = Counter()
+    laws: list[Law] = []  # in the order of the steps (a prefix of the tree is a prefix of the run)
     for t, rows in enumerate(blocks):
         support = np.flatnonzero(weights[t][: t + 1])
         if len(support):
@@ -93,10 +96,14 @@ def conditional_plan(
                 + np.sqrt(squares[support]) * zeta / sigma
             )
             probabilities = np.where(support == t, rate, special.expit(tau))
-            laws[_shift_law(weights[t][support], probabilities)] += 1
+            laws.append(_shift_law(weights[t][support], probabilities))
         squares += np.sum(np.square(encoder[rows]), axis=0)
         crosses += np.sum(absolute[rows] * (absolute[rows].sum(axis=1, keepdims=True) - absolute[rows]), axis=0)
-    events = [_counted(MixtureOfGaussiansEvent(sigma, shifts, masses), n) for (shifts, masses), n in laws.items()]
+    mixtures: dict[Law, MixtureOfGaussiansEvent] = {}  # one object per law: equal leaves are read once
+    events = []
+    for law, run in itertools.groupby(laws):
+        mixture = mixtures.setdefault(law, MixtureOfGaussiansEvent(sigma, *law))
+        events.append(_counted(mixture, sum(1 for _ in run)))
     tree = events[0] if len(events) == 1 else ComposedEvent(tuple(events))
     return ConditionalPlan(tree, beta if bounds else 0.0, bounds)  # no bound held: nothing can fail
 
@@ -109,7 +116,7 @@ _SUBSETS = [np.array(list(itertools.product((0.0, 1.0), repeat=k))) for k in ran
 """Every subset of k terms as 0/1 rows."""
 
 
-def _shift_law(coefficients: np.ndarray, probabilities: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _shift_law(coefficients: np.ndarray, probabilities: np.ndarray) -> Law:
     """The law of Σⱼ aⱼ b̃ⱼ (b̃ⱼ ~ Bernoulli(q̃ⱼ) independent), or of a stochastically larger sum: (shifts, masses)."""
     if len(coefficients) <= EXACT_TERMS:
         chosen = _SUBSETS[len(coefficients)]
