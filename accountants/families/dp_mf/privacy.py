@@ -1,6 +1,7 @@
 """What the matrix-factorisation mechanism releases about one record, as an event tree the spine reads.
 
-Three routes, chosen from the strategy and the participation (never from the noise, so a calibration stays on one):
+Five routes, chosen from the strategy, the participation and ``amplification`` (never from the noise, so a
+calibration stays on one):
 
 * **identity** strategy: DP-SGD's own tree (:func:`accountants.families.dp_sgd.privacy.mechanism`) for the loader
   with the same participation, at the per-step multiplier z·Δ — the same events, hence the same answers;
@@ -17,6 +18,9 @@ Three routes, chosen from the strategy and the participation (never from the noi
   gradient where it joins step t, chosen from rows of C·G + Z before t, all functions of (G + W₁) before t and Z′,
   C being lower-triangular in time). Conditioned on Z′, that is DP-SGD's adaptive composition for every Z′, hence
   also averaged over it. Any C, any sign; exact for C = I;
+* **conditional** (``amplification="conditional"``, Poisson): each step's release given the earlier ones dominated
+  by a mixture of Gaussians outside outputs of probability δ/4 (:mod:`.conditional`, its own soundness argument),
+  the mixtures composed by the spine with δ/4 reserved in the plan;
 * **Gaussian**: otherwise one Gaussian release of C·G at z over the sensitivity under the pattern (exact GDP
   μ = 1/z); under Poisson-type participation with ``amplification="none"`` this claims no amplification (a record
   may join any step: the pattern allows every step, or one per epoch for balls-in-bins).
