@@ -47,9 +47,8 @@ from ..dp_sgd.params import DpSgdParams, Sampler
 from . import strategies
 from .conditional import conditional_plan
 from .params import DpMfParams, IdentityStrategy, MatrixStrategy, Strategy, ToeplitzStrategy, TreeStrategy
-from .sensitivity import Pattern, Sensitivity, sensitivity
+from .sensitivity import ONE_PARTICIPATION, Pattern, Sensitivity, sensitivity
 
-ONE_PARTICIPATION = "one participation: the largest column norm of C"
 SMALL_DENSE_STEPS = 64
 """Up to this T a Toeplitz C's operator norm is also bounded from its dense Gram matrix (well under a millisecond)."""
 IDENTITY_LOADERS: dict[str, Sampler] = {
@@ -160,11 +159,7 @@ def release_of(p: DpMfParams) -> Release:
 def _conditional_release(strategy: Strategy, steps: int, dataset_size: int, batch_size: int) -> Release:
     """Poisson participation credited by conditional composition (:mod:`.conditional`); the multiplier is relative
     to one participation's sensitivity, C's largest column norm."""
-    rows, _ = conditional_encoder(strategy, steps)
-    norms = np.sqrt(np.sum(np.square(rows), axis=0))
-    column = int(np.argmax(norms))
-    one = Sensitivity(float(norms[column]), float(norms[column]), (column,), True, ONE_PARTICIPATION)
-    return Release(Route.CONDITIONAL, one, Pattern(steps, 1), batch_size / dataset_size)
+    return Release(Route.CONDITIONAL, one_participation(strategy, steps), Pattern(steps, 1), batch_size / dataset_size)
 
 
 @functools.lru_cache(maxsize=8)
@@ -190,18 +185,9 @@ def _spectral_release(
         norm = strategies.toeplitz_operator_norm(strategy.coefficients)
         if steps <= SMALL_DENSE_STEPS:  # a short run's C is smaller than the limit Σ|cᵢ|: its own bound is cheap
             norm = min(norm, strategies.gram_operator_norm(gram_matrix(strategy, steps)))
-        column, largest = (
-            0,
-            math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))[0])),
-        )
-        groups = min(strategies.toeplitz_bands(strategy.coefficients), steps)
     else:
-        gram = gram_matrix(strategy, steps)
-        norm = strategies.gram_operator_norm(gram)
-        column = int(np.argmax(np.diagonal(gram)))
-        largest = math.sqrt(float(gram[column, column]))
-        groups = steps if isinstance(strategy, TreeStrategy) else strategies.bands(encoder(strategy, steps))
-    one = Sensitivity(largest, largest, (column,), True, ONE_PARTICIPATION)
+        norm = strategies.gram_operator_norm(gram_matrix(strategy, steps))
+    one, groups = one_participation(strategy, steps), cyclic_groups(strategy, steps)
     q: float | None = batch_size / dataset_size if participation == "poisson" else None
     batch, rounds, loader = batch_size, steps, IDENTITY_LOADERS[participation]
     if participation == "cyclic-poisson":  # a record joins only its group's steps, each with q = B·b/n
@@ -232,7 +218,7 @@ def _release(
             return structured
     gram = gram_matrix(strategy, steps)
     if participation == "cyclic-poisson":
-        groups = strategies.bands(encoder(strategy, steps)) if not isinstance(strategy, TreeStrategy) else steps
+        groups = cyclic_groups(strategy, steps)
         q = _group_rate(groups, dataset_size, batch_size)
         if strategies.orthogonal_within_residues(gram, groups):  # always where groups ≥ T: one step per record
             one = sensitivity(gram, Pattern(steps, 1))
@@ -275,7 +261,7 @@ def _toeplitz_release(
     value = math.sqrt(strategies.toeplitz_cyclic_sum(strategy.coefficients, steps, pattern.min_separation, k))
     witness = _every(pattern.min_separation, k)
     method = (
-        "one participation: the largest column norm of C"
+        ONE_PARTICIPATION
         if k == 1
         else f"columns of C at least {bands} steps apart are orthogonal (C has {bands} bands) and the column norms do "
         "not increase: the pattern 0, b, 2b, … (Choquette-Choo et al. 2023, arXiv 2306.08153), exact"
@@ -285,11 +271,33 @@ def _toeplitz_release(
 
 def _banded_toeplitz_release(strategy: ToeplitzStrategy, steps: int, dataset_size: int, batch_size: int) -> Release:
     """cyclic-poisson with a Toeplitz C: as many groups as bands, so a group's columns are orthogonal (any T)."""
-    groups = min(strategies.toeplitz_bands(strategy.coefficients), steps)  # C's bands within its T rows
+    groups = cyclic_groups(strategy, steps)
     q = _group_rate(groups, dataset_size, batch_size)
-    largest = math.sqrt(float(strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))[0]))
-    one = Sensitivity(largest, largest, (0,), True, "one participation: the largest column norm of C")
+    one = one_participation(strategy, steps)
     return Release(Route.AMPLIFIED_BANDED, one, Pattern(steps, 1), q, -(-steps // groups), groups)
+
+
+def one_participation(strategy: Strategy, steps: int) -> Sensitivity:
+    """One participation's sensitivity, exact: C's largest column norm (column 0 of a Toeplitz C, in O(m); the
+    tree's from its Gram matrix; a dense C's from its columns)."""
+    if isinstance(strategy, ToeplitzStrategy):
+        squares = strategies.toeplitz_column_norms(strategy.coefficients, steps, np.zeros(1))
+    elif isinstance(strategy, TreeStrategy):
+        squares = np.diagonal(gram_matrix(strategy, steps))
+    else:
+        squares = np.sum(np.square(encoder(strategy, steps)), axis=0)
+    column = int(np.argmax(squares))
+    value = math.sqrt(float(squares[column]))
+    return Sensitivity(value, value, (column,), True, ONE_PARTICIPATION)
+
+
+def cyclic_groups(strategy: Strategy, steps: int) -> int:
+    """cyclic-poisson's groups: C's bands within its T rows (the tree: every step its own group)."""
+    if isinstance(strategy, ToeplitzStrategy):
+        return min(strategies.toeplitz_bands(strategy.coefficients), steps)
+    if isinstance(strategy, TreeStrategy):
+        return steps
+    return strategies.bands(encoder(strategy, steps))
 
 
 MAX_REPORTED_PATTERN = 1024

@@ -58,6 +58,10 @@ class Sensitivity:
     method: str
 
 
+ONE_PARTICIPATION = "one participation: the largest column norm of C"
+"""The method of every single-participation sensitivity (the largest column norm of C, however it is computed)."""
+
+
 def sensitivity(gram: np.ndarray, pattern: Pattern) -> Sensitivity:
     """Δ of an encoder with Gram matrix ``gram`` = CᵀC (T×T, symmetric, non-negative diagonal) under ``pattern``."""
     steps = gram.shape[0]
@@ -67,7 +71,7 @@ def sensitivity(gram: np.ndarray, pattern: Pattern) -> Sensitivity:
     if k == 1:
         best = int(np.argmax(diagonal))
         value = math.sqrt(diagonal[best])
-        return Sensitivity(value, value, (best,), True, "one participation: the largest column norm of C")
+        return Sensitivity(value, value, (best,), True, ONE_PARTICIPATION)
     if _banded_within(gram, sep):
         squared, witness = best_pattern(diagonal, sep, k)
         value = math.sqrt(squared)

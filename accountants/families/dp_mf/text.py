@@ -68,8 +68,8 @@ def conventions(p: DpMfParams, release: Release) -> Conventions:
     rule = f"steps as given: {p.steps}"
     if release.route is Route.AMPLIFIED_BANDED:
         rule += f"; rounds per record = ⌈T/b⌉ = ⌈{p.steps}/{release.groups}⌉ = {release.rounds}"
-    elif release.route is Route.SPECTRAL and release.loader is not None and release.loader.steps != p.steps:
-        rule += f"; steps of a record's group = ⌈T/b⌉ = {release.loader.steps}"
+    elif release.route is Route.SPECTRAL and release.rounds != p.steps:
+        rule += f"; steps of a record's group = ⌈T/b⌉ = {release.rounds}"
     elif release.route is Route.GAUSSIAN or p.participation in ("cyclic", "single-epoch"):
         pattern = release.pattern
         k = pattern.effective_participations(p.steps)
@@ -106,7 +106,7 @@ def method(p: DpMfParams, release: Release) -> str:
         assert release.loader is not None
         return (
             f"spectral reduction: a post-processing of DP-SGD's releases ({release.loader.sampling} participation, "
-            f"{release.loader.steps} steps) at the per-step multiplier z·Δ/‖C‖₂, ‖C‖₂ ≤ {release.operator_norm:.10g} "
+            f"{release.rounds} steps) at the per-step multiplier z·Δ/‖C‖₂, ‖C‖₂ ≤ {release.operator_norm:.10g} "
             "(certified), Δ one participation's sensitivity (Z = C·W₁ + Z′ splits the noise: dpcal's own argument, "
             "in accountants/families/dp_mf/privacy.py)"
         )
